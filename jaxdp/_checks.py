@@ -1,0 +1,158 @@
+"""Eager (Python-level) validation of public arguments.
+
+Every public entry point of jaxdp validates what it can *before* any computation and raises
+`ValueError`/`TypeError` with a message that says how to fix the call. Values that are traced
+(inside a user's `jit`/`vmap`) cannot be inspected; they pass through unchecked, which is
+documented on each public function.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+KINDS = ("dct", "dst", "dht", "identity")
+ORDERS = ("zigzag", "diagonal")
+ACCOUNTINGS = ("paper", "joint")
+
+
+def is_concrete(value: Any) -> bool:
+    """True when `value` holds a known value (not a tracer under jit/vmap/grad)."""
+    return not isinstance(value, jax.core.Tracer)
+
+
+def positive_scalar(name: str, value: Any) -> Any:
+    """Check that `value` is a finite scalar > 0 when it is concrete; return it unchanged."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a positive real number, got a bool ({value!r}).")
+    if not is_concrete(value):
+        return value
+    arr = np.asarray(value)
+    if arr.ndim != 0:
+        raise ValueError(f"{name} must be a scalar, got an array of shape {arr.shape}.")
+    if not np.issubdtype(arr.dtype, np.number):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}.")
+    v = float(arr)
+    if not math.isfinite(v) or v <= 0.0:
+        raise ValueError(f"{name} must be a finite number > 0, got {v!r}.")
+    return value
+
+
+def kind(value: Any, allowed: tuple[str, ...] = KINDS) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"transform kind must be a string, one of {allowed}; got {value!r}.")
+    if value not in allowed:
+        raise ValueError(f"unknown transform kind {value!r}; choose one of {allowed}.")
+    return value
+
+
+def kinds(values: Any) -> tuple[str, ...]:
+    if isinstance(values, str):
+        values = (values,)
+    values = tuple(values)
+    if not values:
+        raise ValueError(f"kinds must name at least one transform of {KINDS}.")
+    for v in values:
+        kind(v)
+    if len(set(values)) != len(values):
+        raise ValueError(f"kinds must not repeat a transform, got {values}.")
+    return values
+
+
+def option(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"unknown {name} {value!r}; choose one of {allowed}.")
+    return value
+
+
+def size(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be a Python int >= 1, got {value!r}.")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}.")
+    return int(value)
+
+
+def bounds(value: Any, d: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Normalize public domain bounds to float64 arrays `(lo, hi)` of shape `[d]`.
+
+    Accepted forms:
+      * shape `[d]`: widths Λ, the domain of attribute k is `[0, Λ_k]` (the paper's convention);
+      * shape `[2, d]`: rows `lo` and `hi`, the domain of attribute k is `[lo_k, hi_k]`.
+
+    Bounds are public input: they must not be computed from the private data (see
+    `jaxdp.datasets.bounds_from_data` for the paper's explicitly non-private rule).
+    """
+    if not is_concrete(value):
+        raise TypeError(
+            "bounds must be concrete (NumPy or Python numbers), not traced: they are public "
+            "configuration. Pass them from outside jit/vmap."
+        )
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"bounds must be numeric, got {value!r}.") from err
+    if arr.ndim == 1:
+        lo, hi = np.zeros_like(arr), arr
+    elif arr.ndim == 2 and arr.shape[0] == 2:
+        lo, hi = arr[0], arr[1]
+    else:
+        raise ValueError(
+            "bounds must have shape [d] (widths Λ, domain [0, Λ]) or [2, d] (rows lo and hi); "
+            f"got shape {arr.shape}."
+        )
+    if lo.shape[0] < 1:
+        raise ValueError("bounds must describe at least one attribute (d >= 1).")
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+        raise ValueError("bounds must be finite: found NaN or inf. Give every attribute a finite domain.")
+    width = hi - lo
+    if np.any(width <= 0):
+        bad = np.flatnonzero(width <= 0).tolist()
+        raise ValueError(
+            f"bounds must be positive widths (hi > lo) for every attribute; attributes {bad} are not."
+        )
+    if d is not None and lo.shape[0] != d:
+        raise ValueError(f"bounds describe {lo.shape[0]} attributes but the data has d = {d} columns.")
+    lo.flags.writeable = False
+    hi.flags.writeable = False
+    return lo, hi
+
+
+def block(name: str, x: Any, *, min_rank: int = 2) -> jax.Array:
+    """Check a data block `[..., n, d]` and return it as a floating JAX array."""
+    if not hasattr(x, "shape") or not hasattr(x, "dtype"):
+        try:
+            x = np.asarray(x)
+        except Exception as err:  # noqa: BLE001 - report any conversion failure as a TypeError
+            raise TypeError(f"{name} must be an array of shape [..., n, d], got {type(x).__name__}.") from err
+    if x.ndim < min_rank:
+        raise ValueError(f"{name} must have shape [..., n, d] (rank >= {min_rank}), got shape {tuple(x.shape)}.")
+    if x.shape[-1] < 1 or x.shape[-2] < 1:
+        raise ValueError(f"{name} must have n >= 1 records and d >= 1 attributes, got shape {tuple(x.shape)}.")
+    dt = np.dtype(x.dtype)
+    if dt == np.bool_ or not (np.issubdtype(dt, np.floating) or np.issubdtype(dt, np.integer)):
+        raise TypeError(f"{name} must hold real numbers (float or int), got dtype {dt}.")
+    if np.issubdtype(dt, np.integer):
+        return jnp.asarray(x).astype(float_dtype())
+    return jnp.asarray(x)
+
+
+def float_dtype() -> np.dtype:
+    """The default JAX float dtype: float64 when x64 is enabled, else float32."""
+    return np.dtype(jax.dtypes.canonicalize_dtype(jnp.float64))
+
+
+def key(value: Any, name: str = "key") -> jax.Array:
+    """Check that `value` is a typed PRNG key array (`jax.random.key`)."""
+    dt = getattr(value, "dtype", None)
+    if dt is None or not jnp.issubdtype(dt, jax.dtypes.prng_key):
+        raise TypeError(
+            f"{name} must be a typed PRNG key made with jax.random.key(seed) (and split for every use); "
+            f"got {type(value).__name__} with dtype {dt}. Legacy uint32 keys from jax.random.PRNGKey are "
+            "not accepted: wrap them with jax.random.wrap_key_data."
+        )
+    return value

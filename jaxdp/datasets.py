@@ -1,0 +1,64 @@
+"""Bundled public data and explicit helpers for domain bounds.
+
+`load_census()` returns the CASC "Census" set (1080 records × 13 integer attributes) used in
+Figs. 4 and 5 of the hybrid-video-coding paper; provenance in ``jaxdp/data/README.md``.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+
+import numpy as np
+
+__all__ = ["load_census", "CENSUS_COLUMNS", "bounds_from_data"]
+
+CENSUS_COLUMNS = (
+    "AFNLWGT", "AGI", "EMCONTRB", "FEDTAX", "PTOTVAL", "STATETAX", "TAXINC",
+    "POTHVAL", "INTVAL", "PEARNVAL", "FICA", "WSALVAL", "ERNVAL",
+)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=1)
+def _census() -> np.ndarray:
+    with resources.files("jaxdp").joinpath("data/census.csv").open("r") as f:
+        header = f.readline().strip().split(",")
+        data = np.loadtxt(f, delimiter=",", dtype=np.int64)
+    if tuple(header) != CENSUS_COLUMNS or data.shape != (1080, 13):
+        raise RuntimeError("bundled census.csv is damaged: reinstall jaxdp.")
+    data.flags.writeable = False
+    return data
+
+
+def load_census() -> np.ndarray:
+    """The bundled Census records: read-only int64 array of shape ``[1080, 13]`` (columns `CENSUS_COLUMNS`)."""
+    return _census()
+
+
+def bounds_from_data(data, factor: float = 1.5) -> np.ndarray:
+    """**Not private.** The paper's rule (Section 5.4): domain ``[0, factor × max]`` per attribute.
+
+    This reads the data, so the bounds themselves leak information about it (e.g. the largest
+    value of each attribute), and a release that uses them is *not* ε-DP with respect to those
+    records. It exists to reproduce the paper's experiments. For a private release, fix the
+    bounds from public knowledge (a published range, a regulation, a prior public data set).
+
+    Args:
+      data: records of shape ``[N, d]`` with non-negative values.
+      factor: multiplier ≥ 1.
+
+    Returns:
+      float64 widths Λ of shape ``[d]`` (domain ``[0, Λ]``); attributes whose maximum is 0 get
+      width 1 so that the bounds stay valid.
+    """
+    data = np.asarray(data, dtype=np.float64)
+    if data.ndim != 2 or data.shape[0] == 0:
+        raise ValueError(f"data must have shape [N, d] with N >= 1, got {data.shape}.")
+    if not np.all(np.isfinite(data)):
+        raise ValueError("data contains NaN or inf.")
+    if np.any(data < 0):
+        raise ValueError("bounds_from_data assumes non-negative data; give explicit [lo, hi] bounds instead.")
+    if not factor >= 1.0:
+        raise ValueError(f"factor must be >= 1, got {factor}.")
+    width = factor * data.max(axis=0)
+    return np.where(width > 0, width, 1.0)

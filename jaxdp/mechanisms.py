@@ -1,0 +1,141 @@
+"""The Laplace and exponential mechanisms, with explicit typed PRNG keys.
+
+Keys come first and are typed `jax.random.key`s; there is never a default key. Split a key for
+every use (`jax.random.split`) and `vmap` over split keys to batch.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Int
+
+from jaxdp import _checks
+
+__all__ = ["laplace", "exponential", "exponential_probabilities"]
+
+
+def _float_dtype_of(x) -> np.dtype:
+    dt = np.dtype(getattr(x, "dtype", np.asarray(x).dtype))
+    return dt if np.issubdtype(dt, np.floating) else _checks.float_dtype()
+
+
+def laplace(
+    key: jax.Array,
+    scale: Float[Array, "..."] | float,
+    shape: tuple[int, ...] | None = None,
+    *,
+    dtype=None,
+) -> Float[Array, "..."]:
+    """Zero-mean Laplace noise of the given scale(s): density ``exp(-|z|/b) / (2b)``.
+
+    Privacy:
+      Adding ``Lap(Δ₁/ε)`` to a query of L1 sensitivity Δ₁ is ε-DP (Dwork & Roth, Thm. 3.6). This
+      sampler uses the textbook float inverse-CDF transform, which has the floating-point leak of
+      Mironov (2012); a float-safe option is planned (DESIGN note 5).
+
+    Args:
+      key: a typed PRNG key (`jax.random.key`), used once.
+      scale: scale ``b > 0``: a scalar or an array broadcastable to `shape`.
+      shape: output shape; defaults to the shape of `scale`.
+      dtype: float dtype of the output; defaults to that of `scale` (or the default float).
+
+    Returns:
+      Array of shape `shape` with independent ``Lap(scale)`` entries.
+
+    Raises:
+      TypeError: `key` is not a typed key. ValueError: a concrete scale is not finite and > 0.
+    """
+    _checks.key(key)
+    if _checks.is_concrete(scale):
+        s = np.asarray(scale, dtype=np.float64)
+        if not (np.all(np.isfinite(s)) and np.all(s > 0)):
+            raise ValueError("Laplace scale must be finite and > 0 everywhere.")
+    dtype = np.dtype(dtype) if dtype is not None else _float_dtype_of(scale)
+    shape = tuple(np.shape(scale)) if shape is None else tuple(shape)
+    return _laplace(key, jnp.asarray(scale, dtype), shape, dtype)
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3))
+def _laplace(key, scale, shape, dtype):
+    return scale * jax.random.laplace(key, shape, dtype)
+
+
+def _logits(scores: jax.Array, factor: jax.Array) -> jax.Array:
+    """``factor · score`` with NaN scores mapped to -inf (never selected); stable for any magnitude."""
+    logits = factor * scores
+    return jnp.where(jnp.isnan(logits), -jnp.inf, logits)
+
+
+def _exponential(key: jax.Array, scores: jax.Array, factor: jax.Array) -> jax.Array:
+    """Traceable core: sample an index ∝ exp(factor · score) along the last axis (Gumbel-max)."""
+    return jax.random.categorical(key, _logits(scores, factor), axis=-1)
+
+
+def _check_exp_args(scores, epsilon, sensitivity):
+    _checks.positive_scalar("epsilon", epsilon)
+    if _checks.is_concrete(sensitivity):
+        s = np.asarray(sensitivity, dtype=np.float64)
+        if not (np.all(np.isfinite(s)) and np.all(s > 0)):
+            raise ValueError("sensitivity must be finite and > 0.")
+    if not hasattr(scores, "shape"):
+        scores = np.asarray(scores)
+    if scores.ndim < 1 or scores.shape[-1] < 1:
+        raise ValueError(f"scores must have shape [..., k] with k >= 1 candidates, got {tuple(scores.shape)}.")
+    dt = np.dtype(scores.dtype)
+    if not np.issubdtype(dt, np.floating):
+        scores = jnp.asarray(scores).astype(_checks.float_dtype())
+    return jnp.asarray(scores)
+
+
+def exponential(
+    key: jax.Array,
+    scores: Float[Array, "*batch k"],
+    *,
+    epsilon: float,
+    sensitivity: float | Float[Array, "*batch"],
+) -> Int[Array, "*batch"]:
+    """The exponential mechanism: pick index i with probability ∝ ``exp(ε·score_i / (2Δ))``.
+
+    Sampling uses the Gumbel-max trick (`jax.random.categorical`) on the logits
+    ``ε·score/(2Δ)``, so it never exponentiates a score: scores of magnitude 1e15 (or -inf for
+    excluded candidates) are handled exactly as the softmax they define. Leading axes are
+    independent draws.
+
+    Privacy:
+      ε-DP when every score has L1 sensitivity at most Δ over neighbouring inputs (McSherry &
+      Talwar 2007). The candidate set must not depend on the private data.
+
+    Args:
+      key: typed PRNG key, used once.
+      scores: array of shape ``[..., k]``; higher is better.
+      epsilon: privacy budget ε > 0 spent by this draw.
+      sensitivity: Δ > 0, a scalar or an array broadcastable to the leading shape ``[...]``.
+
+    Returns:
+      int32 array of shape ``[...]``: the selected indices.
+    """
+    _checks.key(key)
+    scores = _check_exp_args(scores, epsilon, sensitivity)
+    factor = jnp.asarray(epsilon, scores.dtype) / (2.0 * jnp.asarray(sensitivity, scores.dtype))
+    return _exponential_jit(key, scores, factor)
+
+
+@jax.jit
+def _exponential_jit(key, scores, factor):
+    return _exponential(key, scores, jnp.expand_dims(factor, -1))
+
+
+def exponential_probabilities(
+    scores: Float[Array, "*batch k"],
+    *,
+    epsilon: float,
+    sensitivity: float | Float[Array, "*batch"],
+) -> Float[Array, "*batch k"]:
+    """The exact selection probabilities of `exponential` (a softmax in log space), shape ``[..., k]``."""
+    scores = _check_exp_args(scores, epsilon, sensitivity)
+    factor = jnp.asarray(epsilon, scores.dtype) / (2.0 * jnp.asarray(sensitivity, scores.dtype))
+    return jax.nn.softmax(_logits(scores, jnp.expand_dims(factor, -1)), axis=-1)

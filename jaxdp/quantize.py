@@ -1,0 +1,412 @@
+"""The DP quantizer of the hybrid-video-coding paper: Theorem 1, scores ω_θ and Algorithm 1.
+
+For an input block ``x`` (n records × d attributes) and a public prediction ``x̂`` (computed from
+already protected data), the error ``e = x - x̂`` is transformed by every candidate transform σ,
+``c = a^n e a^dᵀ``, and read in a fixed scan order O. Keeping the first t coefficients with the
+budget allocation of Theorem 1 costs the expected squared error (Lemma 2, Theorem 1)
+
+    ξ(ε*, O, t, σ) = (2/ε_QL²) (Σ_{k≤t} GS_k^{2/3})³ · ρ_t²  +  Σ_{k>t} c_{O(k)}²,
+
+where ``GS_k`` is the Lemma 1 sensitivity of the k-th coefficient and ``ρ_t = 1`` under
+``accounting="paper"``; under ``accounting="joint"``, ``ρ_t ≤ 1`` is the exact joint privacy
+loss of the allocation (see `jaxdp.sensitivity.joint_factor`, DESIGN note 4). The removal term
+uses the *observed* coefficients, as the paper's scores do. All t = 0 … nd and all transforms
+are scored at once with prefix sums (the Laplace term, public) and suffix sums (the removal
+term): O(nd) per transform after the transform itself.
+
+Algorithm 1 then draws (t, σ) with the exponential mechanism on ω_θ (θ = ½ or 1, sensitivities
+of Lemma 3), adds Laplace noise of scale ``GS_k/ε*_k`` (× ρ_t) to the first t coefficients,
+zeroes the rest and inverts the transform: ``x̃ = x̂ + ẽ``.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Int
+
+from jaxdp import _checks, orders, sensitivity, transforms
+
+__all__ = [
+    "QuantizerTables",
+    "QuantizeInfo",
+    "tables",
+    "allocation",
+    "mse_table",
+    "selection_probabilities",
+    "quantize",
+]
+
+_HIGHEST = jax.lax.Precision.HIGHEST
+_DEFAULT_KINDS = ("dct", "dst", "dht")
+
+
+class QuantizerTables(NamedTuple):
+    """Public, data-independent tables of one quantizer configuration (float64, host).
+
+    Attributes:
+      an: ``[K, n, n]`` transform matrices ``a^n`` of the K candidate kinds.
+      ad: ``[K, d, d]`` transform matrices ``a^d``.
+      order: ``[n*d]`` int32 flat scan order.
+      cbrt_gs: ``[K, n*d]`` ``GS_k^{1/3}`` in scan order (Laplace scale of coefficient k is
+        ``GS_k^{1/3} · S_t · ρ_t / ε_QL``).
+      prefix: ``[K, n*d+1]`` ``S_t = Σ_{k<t} GS_k^{2/3}``.
+      rho: ``[K, n*d+1]`` joint-loss factor ρ_t (all ones under ``accounting="paper"``).
+      laplace_mse: ``[K, n*d+1]`` Laplace error ``2 S_t³ ρ_t²`` at ``ε_QL = 1``.
+      lo, hi: ``[d]`` domain bounds.
+      gs_frobenius: ``[]`` ``max_σ ‖GS(f_c^σ)‖_F`` over the candidate kinds (Lemma 3).
+    """
+
+    an: np.ndarray
+    ad: np.ndarray
+    order: np.ndarray
+    cbrt_gs: np.ndarray
+    prefix: np.ndarray
+    rho: np.ndarray
+    laplace_mse: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    gs_frobenius: np.ndarray
+
+
+class QuantizeInfo(NamedTuple):
+    """What Algorithm 1 chose for each block (arrays with the batch shape of the input).
+
+    Attributes:
+      t: number of retained coefficients (0 … n·d).
+      kind: index into the `kinds` tuple of the selected transform.
+      epsilon: budget spent on the block, ``eps_laplace + eps_select``.
+      n_clipped: number of input values clamped into the domain (outside ``[lo, hi]`` or not finite).
+    """
+
+    t: Int[Array, "*batch"]
+    kind: Int[Array, "*batch"]
+    epsilon: Float[Array, "*batch"]
+    n_clipped: Int[Array, "*batch"]
+
+
+@functools.lru_cache(maxsize=128)
+def _tables(n, lo, hi, kinds, order, accounting) -> QuantizerTables:
+    bounds = np.stack([np.asarray(lo), np.asarray(hi)])
+    d = len(lo)
+    order_idx = orders.get(order, n, d)
+    gs = np.stack([sensitivity.coefficient_table(k, n, bounds).reshape(-1)[order_idx] for k in kinds])
+    g23 = gs ** (2.0 / 3.0)
+    prefix = np.concatenate([np.zeros((len(kinds), 1)), np.cumsum(g23, axis=1)], axis=1)
+    if accounting == "joint":
+        rho = np.stack([sensitivity.joint_factor(k, n, bounds, order=order) for k in kinds])
+    else:
+        rho = np.ones_like(prefix)
+        rho[:, 0] = 0.0
+    out = QuantizerTables(
+        an=np.stack([transforms.matrix(k, n) for k in kinds]),
+        ad=np.stack([transforms.matrix(k, d) for k in kinds]),
+        order=np.asarray(order_idx, np.int32),
+        cbrt_gs=gs ** (1.0 / 3.0),
+        prefix=prefix,
+        rho=rho,
+        laplace_mse=2.0 * prefix**3 * rho**2,
+        lo=np.asarray(lo),
+        hi=np.asarray(hi),
+        gs_frobenius=np.asarray(max(sensitivity.frobenius(k, n, bounds) for k in kinds)),
+    )
+    for arr in out:
+        arr.flags.writeable = False
+    return out
+
+
+def tables(
+    n: int, bounds, *, kinds=_DEFAULT_KINDS, order: str = "zigzag", accounting: str = "paper"
+) -> QuantizerTables:
+    """Build (and cache) the public tables of a quantizer configuration. See `QuantizerTables`."""
+    n = _checks.size("n", n)
+    lo, hi = _checks.bounds(bounds)
+    kinds = _checks.kinds(kinds)
+    order = _checks.option("order", order, orders.ORDERS)
+    accounting = _checks.option("accounting", accounting, _checks.ACCOUNTINGS)
+    return _tables(n, tuple(lo.tolist()), tuple(hi.tolist()), kinds, order, accounting)
+
+
+def allocation(
+    kind: str, n: int, bounds, t: int, *, eps_laplace: float, order: str = "zigzag", accounting: str = "paper"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Theorem 1 budget allocation and the Laplace scales for the first t coefficients.
+
+    Returns:
+      ``(eps, scales)``, float64 arrays of shape ``[t]`` in scan order: ``ε*_k = GS_k^{2/3} /
+      Σ_{l≤t} GS_l^{2/3} · ε_QL`` (summing to ε_QL) and the scales ``GS_k/ε*_k · ρ_t`` actually
+      used (ρ_t = 1 for ``"paper"``).
+    """
+    _checks.positive_scalar("eps_laplace", eps_laplace)
+    tab = tables(n, bounds, kinds=(kind,), order=order, accounting=accounting)
+    nd = tab.order.shape[0]
+    if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or not 0 <= t <= nd:
+        raise ValueError(f"t must be an int in [0, n*d] = [0, {nd}], got {t!r}.")
+    g = tab.cbrt_gs[0, :t] ** 3
+    eps = g ** (2.0 / 3.0) / tab.prefix[0, t] * eps_laplace if t else np.zeros(0)
+    scales = tab.cbrt_gs[0, :t] * tab.prefix[0, t] * tab.rho[0, t] / eps_laplace
+    return eps, scales
+
+
+# ----------------------------------------------------------------------------------------------
+# Traceable per-block kernels (no validation; called under the public jit)
+# ----------------------------------------------------------------------------------------------
+
+
+def _clamp(x, x_hat, lo, hi):
+    """Clamp data and prediction into the domain; count data values that needed it."""
+    mid = 0.5 * (lo + hi)
+    bad = ~jnp.isfinite(x) | (x < lo) | (x > hi)
+    x = jnp.clip(jnp.where(jnp.isnan(x), mid, x), lo, hi)
+    x_hat = jnp.clip(jnp.where(jnp.isnan(x_hat), mid, x_hat), lo, hi)
+    return x, x_hat, jnp.sum(bad, dtype=jnp.int32)
+
+
+def _coefficients(e, tab):
+    """All candidate transforms of one error block, in scan order: ``[K, n*d]``."""
+    c = jnp.matmul(jnp.matmul(tab.an, e, precision=_HIGHEST), jnp.swapaxes(tab.ad, -1, -2), precision=_HIGHEST)
+    return c.reshape(c.shape[0], -1)[:, tab.order]
+
+
+def _block_terms(x, x_hat, tab, eps_laplace):
+    x, x_hat, n_bad = _clamp(x, x_hat, tab.lo, tab.hi)
+    c = _coefficients(x - x_hat, tab)
+    sq = c * c
+    tail = jnp.cumsum(sq[:, ::-1], axis=1)[:, ::-1]  # tail[:, t] = Σ_{k ≥ t} c_k², t < nd
+    tail = jnp.concatenate([tail, jnp.zeros_like(tail[:, :1])], axis=1)
+    lap = tab.laplace_mse / (eps_laplace * eps_laplace)
+    return x_hat, c, lap, tail, n_bad
+
+
+def _scores(lap, tail, x_hat, tab, theta):
+    """ω_θ for all (σ, t) and its Lemma 3 sensitivity bound."""
+    if theta == 1.0:
+        score = -(lap + tail)
+        sens = 2.0 * tab.gs_frobenius * sensitivity._omega_one_factor(x_hat, tab.lo, tab.hi)
+    else:
+        score = -jnp.sqrt(lap) - jnp.sqrt(tail)
+        sens = tab.gs_frobenius
+    return score, sens
+
+
+def _mse_block(x, x_hat, tab, eps_laplace):
+    _, _, lap, tail, _ = _block_terms(x, x_hat, tab, eps_laplace)
+    return lap + tail
+
+
+def _probabilities_block(x, x_hat, tab, eps_laplace, eps_select, theta):
+    x_hat, _, lap, tail, _ = _block_terms(x, x_hat, tab, eps_laplace)
+    score, sens = _scores(lap, tail, x_hat, tab, theta)
+    return jax.nn.softmax((eps_select / (2.0 * sens)) * score.reshape(-1)).reshape(score.shape)
+
+
+def _quantize_block(key, x, x_hat, tab, eps_laplace, eps_select, theta):
+    n, d = x.shape
+    nd = n * d
+    x_hat, c, lap, tail, n_bad = _block_terms(x, x_hat, tab, eps_laplace)
+    score, sens = _scores(lap, tail, x_hat, tab, theta)
+    k_select, k_noise = jax.random.split(key)
+    # Algorithm 1, lines 1-4: exponential mechanism over all (σ, t), Gumbel-max in log space.
+    idx = jax.random.categorical(k_select, (eps_select / (2.0 * sens)) * score.reshape(-1))
+    s, t = jnp.divmod(idx, nd + 1)
+    # Lines 6-13: Laplace noise of scale GS_k/ε*_k (× ρ_t) on the first t coefficients, zero the rest.
+    # The factor (1 + 8·eps_machine) absorbs rounding of the scales, so the loss never exceeds ε.
+    margin = 1.0 + 8.0 * jnp.finfo(x.dtype).eps
+    scale = tab.cbrt_gs[s] * (tab.prefix[s, t] * tab.rho[s, t] * margin / eps_laplace)
+    noise = scale * jax.random.laplace(k_noise, (nd,), x.dtype)
+    keep = jnp.arange(nd) < t
+    c_tilde = jnp.where(keep, c[s] + noise, jnp.zeros_like(noise))
+    c_mat = jnp.zeros((nd,), x.dtype).at[tab.order].set(c_tilde).reshape(n, d)
+    # Line 14: inverse transform of the selected kind.
+    e_tilde = jnp.matmul(jnp.matmul(tab.an[s].T, c_mat, precision=_HIGHEST), tab.ad[s], precision=_HIGHEST)
+    eps = (eps_laplace + eps_select).astype(x.dtype)
+    return x_hat + e_tilde, QuantizeInfo(t.astype(jnp.int32), s.astype(jnp.int32), eps, n_bad)
+
+
+# ----------------------------------------------------------------------------------------------
+# Public, validated, jitted entry points
+# ----------------------------------------------------------------------------------------------
+
+
+def _prepare(x, x_hat, bounds, kinds, order, accounting):
+    x = _checks.block("x", x)
+    x_hat = _checks.block("x_hat", x_hat)
+    n, d = x.shape[-2:]
+    if x_hat.shape[-2:] != (n, d):
+        raise ValueError(f"x_hat must have the block shape of x, [..., {n}, {d}]; got {tuple(x_hat.shape)}.")
+    try:
+        batch = jnp.broadcast_shapes(x.shape[:-2], x_hat.shape[:-2])
+    except ValueError as err:
+        raise ValueError(f"x {tuple(x.shape)} and x_hat {tuple(x_hat.shape)} have incompatible batch shapes.") from err
+    lo, _ = _checks.bounds(bounds, d)
+    tab = tables(n, bounds, kinds=kinds, order=order, accounting=accounting)
+    dtype = jnp.result_type(x.dtype, x_hat.dtype)
+    x = jnp.broadcast_to(x.astype(dtype), (*batch, n, d)).reshape(-1, n, d)
+    x_hat = jnp.broadcast_to(x_hat.astype(dtype), (*batch, n, d)).reshape(-1, n, d)
+    tab = jax.tree_util.tree_map(lambda a: jnp.asarray(a, dtype if a.dtype.kind == "f" else a.dtype), tab)
+    return x, x_hat, tab, batch, dtype
+
+
+@jax.jit
+def _mse_jit(x, x_hat, tab, eps_laplace):
+    return jax.vmap(_mse_block, in_axes=(0, 0, None, None))(x, x_hat, tab, eps_laplace)
+
+
+def mse_table(
+    x: Float[Array, "*batch n d"],
+    x_hat: Float[Array, "*batch n d"],
+    bounds,
+    *,
+    kinds=_DEFAULT_KINDS,
+    order: str = "zigzag",
+    eps_laplace: float = 1.0,
+    accounting: str = "paper",
+) -> Float[Array, "*batch K nd1"]:
+    """Quantization MSE ξ(ε*, O, t, σ) for every candidate transform and every t = 0 … n·d.
+
+    Theorem 1 with the observed coefficients (as the paper's scores use them): the Laplace term
+    ``(2/ε_QL²)(Σ_{k≤t} GS_k^{2/3})³ ρ_t²`` plus the removal term ``Σ_{k>t} c_k²``. Values of `x`
+    and `x_hat` outside the domain are clamped first, as `quantize` does.
+
+    Args:
+      x: block(s) of shape ``[..., n, d]`` (private data; this table is **not** DP output).
+      x_hat: prediction block(s), broadcastable to `x`.
+      bounds: public domain, ``[d]`` widths or ``[2, d]`` (lo, hi).
+      kinds: candidate transforms, a tuple of K names from ``("dct", "dst", "dht", "identity")``.
+      order: ``"zigzag"`` or ``"diagonal"``.
+      eps_laplace: Laplace budget ε_QL > 0.
+      accounting: ``"paper"`` (Theorem 1) or ``"joint"`` (exact joint loss, DESIGN note 4).
+
+    Returns:
+      Array of shape ``[..., K, n*d + 1]``; entry ``[..., s, t]`` is ξ for kind ``kinds[s]`` and t.
+
+    Raises:
+      ValueError / TypeError: bad shapes, dtypes, bounds, ε or option names.
+    """
+    kinds = _checks.kinds(kinds)
+    _checks.positive_scalar("eps_laplace", eps_laplace)
+    x, x_hat, tab, batch, dtype = _prepare(x, x_hat, bounds, kinds, order, accounting)
+    out = _mse_jit(x, x_hat, tab, jnp.asarray(eps_laplace, dtype))
+    return out.reshape(*batch, *out.shape[1:])
+
+
+def _check_theta(theta):
+    if theta not in (0.5, 1.0):
+        raise ValueError(f"theta must be 0.5 or 1.0 (Lemma 3 gives sensitivities only for these), got {theta!r}.")
+    return float(theta)
+
+
+@functools.partial(jax.jit, static_argnames=("theta",))
+def _probabilities_jit(x, x_hat, tab, eps_laplace, eps_select, *, theta):
+    f = jax.vmap(_probabilities_block, in_axes=(0, 0, None, None, None, None))
+    return f(x, x_hat, tab, eps_laplace, eps_select, theta)
+
+
+def selection_probabilities(
+    x: Float[Array, "*batch n d"],
+    x_hat: Float[Array, "*batch n d"],
+    bounds,
+    *,
+    eps_laplace: float,
+    eps_select: float,
+    theta: float = 1.0,
+    kinds=_DEFAULT_KINDS,
+    order: str = "zigzag",
+    accounting: str = "paper",
+) -> Float[Array, "*batch K nd1"]:
+    """The exact PMF ``p_TΣ(t, σ; θ)`` of Algorithm 1's exponential mechanism (paper Fig. 5).
+
+    Returns an array of shape ``[..., K, n*d + 1]`` summing to one over the last two axes. This
+    reads the private block and is **not** DP output; it is for analysis and tests.
+    """
+    kinds = _checks.kinds(kinds)
+    theta = _check_theta(theta)
+    _checks.positive_scalar("eps_laplace", eps_laplace)
+    _checks.positive_scalar("eps_select", eps_select)
+    x, x_hat, tab, batch, dtype = _prepare(x, x_hat, bounds, kinds, order, accounting)
+    out = _probabilities_jit(
+        x, x_hat, tab, jnp.asarray(eps_laplace, dtype), jnp.asarray(eps_select, dtype), theta=theta
+    )
+    return out.reshape(*batch, *out.shape[1:])
+
+
+@functools.partial(jax.jit, static_argnames=("theta",))
+def _quantize_jit(keys, x, x_hat, tab, eps_laplace, eps_select, *, theta):
+    f = jax.vmap(_quantize_block, in_axes=(0, 0, 0, None, None, None, None))
+    return f(keys, x, x_hat, tab, eps_laplace, eps_select, theta)
+
+
+def quantize(
+    key: jax.Array,
+    x: Float[Array, "*batch n d"],
+    x_hat: Float[Array, "*batch n d"],
+    bounds,
+    *,
+    eps_laplace: float,
+    eps_select: float,
+    theta: float = 1.0,
+    kinds=_DEFAULT_KINDS,
+    order: str = "zigzag",
+    accounting: str = "paper",
+) -> tuple[Float[Array, "*batch n d"], QuantizeInfo]:
+    """Algorithm 1 end to end: choose (t, σ) privately, add Laplace noise, inverse transform.
+
+    Privacy:
+      Protects any one record (row) of each block, replaced by another record inside the public
+      domain ``[lo, hi]``. The choice of (t, σ) is the exponential mechanism on ω_θ with the
+      Lemma 3 sensitivity bound (ε_QE = `eps_select`); the retained coefficients get Laplace
+      noise calibrated by Lemma 1 and Theorem 1 (ε_QL = `eps_laplace`); by sequential
+      composition each block is ``(eps_laplace + eps_select)``-DP (paper Theorem 2, first part).
+      Blocks in a batch are independent mechanisms: if they hold distinct people, parallel
+      composition applies; if one person appears in several blocks, their budgets add up.
+      ``accounting="joint"`` scales the noise so that the *exact* joint loss of the t noisy
+      coefficients equals ε_QL (DESIGN note 4); it is never above the paper's noise.
+      `x_hat` must be public (a function of already-protected output): it is clamped into the
+      domain (DESIGN note 2). Inputs outside the domain (or NaN/inf) are clamped and counted in
+      ``info.n_clipped``. The Laplace sampler is the textbook float one (DESIGN note 5).
+
+    Args:
+      key: typed PRNG key (`jax.random.key`). A single key is split into one key per block; or
+        pass keys whose shape equals the batch shape ``[...]``.
+      x: block(s) of shape ``[..., n, d]``.
+      x_hat: prediction block(s) broadcastable to `x` (e.g. ``zeros``, or the domain midpoint).
+      bounds: public domain, ``[d]`` widths (domain ``[0, Λ]``) or ``[2, d]`` (lo, hi).
+      eps_laplace: ε_QL > 0, the Laplace budget.
+      eps_select: ε_QE > 0, the budget of the (t, σ) selection.
+      theta: score exponent θ: 1.0 (ω_1, paper's reported choice) or 0.5 (ω_½).
+      kinds: candidate transforms (tuple of names).
+      order: scan order, ``"zigzag"`` or ``"diagonal"``.
+      accounting: ``"paper"`` or ``"joint"``.
+
+    Returns:
+      ``(x_tilde, info)``: the released block(s) ``x̂ + ẽ`` of shape ``[..., n, d]`` (not clipped
+      to the domain; clipping it is free post-processing) and a `QuantizeInfo`.
+
+    Raises:
+      ValueError / TypeError: bad key, shapes, dtypes, bounds, ε, θ or option names.
+    """
+    _checks.key(key)
+    kinds = _checks.kinds(kinds)
+    theta = _check_theta(theta)
+    _checks.positive_scalar("eps_laplace", eps_laplace)
+    _checks.positive_scalar("eps_select", eps_select)
+    x, x_hat, tab, batch, dtype = _prepare(x, x_hat, bounds, kinds, order, accounting)
+    if key.shape == ():
+        keys = jax.random.split(key, x.shape[0])
+    elif tuple(key.shape) == tuple(batch):
+        keys = key.reshape(-1)
+    else:
+        raise ValueError(
+            f"key must be a single key or have the batch shape {tuple(batch)} of x; got shape {tuple(key.shape)}."
+        )
+    x_tilde, info = _quantize_jit(
+        keys, x, x_hat, tab, jnp.asarray(eps_laplace, dtype), jnp.asarray(eps_select, dtype), theta=theta
+    )
+    n, d = x_tilde.shape[-2:]
+    x_tilde = x_tilde.reshape(*batch, n, d)
+    info = jax.tree_util.tree_map(lambda a: a.reshape(batch), info)
+    return x_tilde, info
