@@ -19,8 +19,10 @@ __all__ = ["laplace", "exponential", "exponential_probabilities"]
 
 
 def _float_dtype_of(x) -> np.dtype:
-    dt = np.dtype(getattr(x, "dtype", np.asarray(x).dtype))
-    return dt if np.issubdtype(dt, np.floating) else _checks.float_dtype()
+    dt = getattr(x, "dtype", None)  # Python scalars take the default float dtype
+    if dt is None or not np.issubdtype(np.dtype(dt), np.floating):
+        return _checks.float_dtype()
+    return np.dtype(jax.dtypes.canonicalize_dtype(dt))
 
 
 def laplace(
@@ -54,7 +56,7 @@ def laplace(
         s = np.asarray(scale, dtype=np.float64)
         if not (np.all(np.isfinite(s)) and np.all(s > 0)):
             raise ValueError("Laplace scale must be finite and > 0 everywhere.")
-    dtype = np.dtype(dtype) if dtype is not None else _float_dtype_of(scale)
+    dtype = np.dtype(jax.dtypes.canonicalize_dtype(dtype)) if dtype is not None else _float_dtype_of(scale)
     shape = tuple(np.shape(scale)) if shape is None else tuple(shape)
     return _laplace(key, jnp.asarray(scale, dtype), shape, dtype)
 

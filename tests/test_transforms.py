@@ -1,0 +1,86 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import reference as ref
+from conftest import rtol_for
+
+from jaxdp import transforms
+
+KINDS = ("dct", "dst", "dht", "identity")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 8, 13, 16, 31, 48, 64])
+def test_matrix_matches_scipy_reference_and_is_orthonormal(kind, n):
+    a = transforms.matrix(kind, n)
+    assert a.shape == (n, n) and a.dtype == np.float64
+    np.testing.assert_allclose(a, ref.matrix(kind, n), atol=1e-13)
+    np.testing.assert_allclose(a @ a.T, np.eye(n), atol=1e-12)
+    np.testing.assert_allclose(a.T @ a, np.eye(n), atol=1e-12)
+
+
+def test_matrix_paper_formulas_spot_values():
+    # DCT-II row 1 is constant 1/sqrt(n); DHT(n=4) row 2 = cas(2π·1·(j-1)/4)/2 = [1, 1, -1, -1]/2.
+    np.testing.assert_allclose(transforms.matrix("dct", 5)[0], np.full(5, 1 / np.sqrt(5)))
+    np.testing.assert_allclose(transforms.matrix("dht", 4)[1], [0.5, 0.5, -0.5, -0.5], atol=1e-15)
+    np.testing.assert_allclose(transforms.matrix("dst", 1), [[1.0]])
+
+
+def test_matrix_is_read_only():
+    with pytest.raises(ValueError):
+        transforms.matrix("dct", 4)[0, 0] = 1.0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape", [(1, 1), (8, 13), (5, 3, 4), (2, 3, 16, 1)])
+def test_forward_inverse_against_reference(kind, shape, dtype):
+    rng = np.random.default_rng(0)
+    x64 = rng.uniform(-1000, 5000, size=shape)
+    x = jnp.asarray(x64, dtype)
+    c = transforms.forward(x, kind)
+    assert c.dtype == dtype and c.shape == shape
+    want = ref.forward(np.asarray(x, np.float64), kind)
+    scale = np.abs(want).max()
+    np.testing.assert_allclose(np.asarray(c, np.float64), want, rtol=rtol_for(dtype), atol=rtol_for(dtype) * scale)
+    back = transforms.inverse(c, kind)
+    np.testing.assert_allclose(
+        np.asarray(back, np.float64), np.asarray(x, np.float64), rtol=rtol_for(dtype), atol=2 * rtol_for(dtype) * scale
+    )
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_forward_jit_equals_no_jit(kind):
+    x = jnp.asarray(np.random.default_rng(1).normal(size=(3, 8, 13)), jnp.float32)
+    jitted = transforms.forward(x, kind)
+    with jax.disable_jit():
+        eager = transforms.forward(x, kind)
+    np.testing.assert_allclose(jitted, eager, rtol=1e-5, atol=1e-5)
+    looped = jnp.stack([transforms.forward(xi, kind) for xi in x])
+    np.testing.assert_allclose(jitted, looped, rtol=1e-6, atol=1e-6)
+
+
+def test_integer_input_is_cast_to_default_float():
+    c = transforms.forward(np.arange(12).reshape(3, 4), "dct")
+    assert c.dtype == jnp.float32
+
+
+@pytest.mark.parametrize(
+    "args, err",
+    [
+        ((np.ones((2, 2)), "fft"), ValueError),
+        ((np.ones((2, 2)), 3), TypeError),
+        ((np.ones(4), "dct"), ValueError),
+        ((np.ones((2, 2), bool), "dct"), TypeError),
+        ((np.ones((0, 3)), "dct"), ValueError),
+    ],
+)
+def test_bad_input_is_rejected(args, err):
+    with pytest.raises(err):
+        transforms.forward(*args)
+
+
+@pytest.mark.parametrize("n", [0, -1, 2.0])
+def test_bad_size_is_rejected(n):
+    with pytest.raises((ValueError, TypeError)):
+        transforms.matrix("dct", n)
