@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from jaxdp import _checks
+from jaxdp import _checks, _prefix
 
 __all__ = ["laplace", "exponential", "exponential_probabilities"]
 
@@ -75,6 +75,36 @@ def _logits(scores: jax.Array, factor: jax.Array) -> jax.Array:
 def _exponential(key: jax.Array, scores: jax.Array, factor: jax.Array) -> jax.Array:
     """Traceable core: sample an index ∝ exp(factor · score) along the last axis (Gumbel-max)."""
     return jax.random.categorical(key, _logits(scores, factor), axis=-1)
+
+
+def _last_positive(w: jax.Array) -> jax.Array:
+    """Index of the last entry > 0 along the last axis (0 if none)."""
+    size = w.shape[-1]
+    return size - 1 - jnp.argmax(w[..., ::-1] > 0, axis=-1)
+
+
+def _categorical_2d(key: jax.Array, logits: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Traceable core: draw (row, col) with probability ∝ exp(logits[row, col]); shape ``[R, C]``.
+
+    Two-stage inverse-CDF sampling in log space: ``w = exp(logits - max)`` (so scores of any
+    magnitude are safe, -inf and NaN get weight 0), a row by its total weight, then a column of
+    that row. It needs two uniforms instead of R·C Gumbels, which makes Algorithm 1 several times
+    faster on CPU. Float caveat (as for Gumbel-max in float32): a candidate whose probability is
+    below the uniform's resolution (≈ 6e-8 of its row's weight in float32, 1e-16 in float64) is
+    sampled with a rounded probability; candidates of weight exactly 0 are never drawn.
+    """
+    logits = jnp.where(jnp.isnan(logits), -jnp.inf, logits)
+    w = jnp.exp(logits - jnp.max(logits))
+    row_w = jnp.sum(w, axis=-1)
+    k_row, k_col = jax.random.split(key)
+    row_cdf = jnp.cumsum(row_w)
+    u_row = jax.random.uniform(k_row, (), w.dtype) * row_cdf[-1]
+    row = jnp.minimum(jnp.sum(row_cdf <= u_row), _last_positive(row_w))
+    w_row = w[row]
+    col_cdf = _prefix.cumsum(w_row)
+    u_col = jax.random.uniform(k_col, (), w.dtype) * col_cdf[-1]
+    col = jnp.minimum(jnp.sum(col_cdf <= u_col), _last_positive(w_row))
+    return row, col
 
 
 def _check_exp_args(scores, epsilon, sensitivity):

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from jaxdp import _checks, orders, sensitivity, transforms
+from jaxdp import _checks, _prefix, mechanisms, orders, sensitivity, transforms
 
 __all__ = [
     "QuantizerTables",
@@ -43,6 +43,7 @@ __all__ = [
 
 _HIGHEST = jax.lax.Precision.HIGHEST
 _DEFAULT_KINDS = ("dct", "dst", "dht")
+_KRON_MAX = 128  # n·d up to which the forward transform is one Kronecker GEMM
 
 
 class QuantizerTables(NamedTuple):
@@ -52,6 +53,7 @@ class QuantizerTables(NamedTuple):
       an: ``[K, n, n]`` transform matrices ``a^n`` of the K candidate kinds.
       ad: ``[K, d, d]`` transform matrices ``a^d``.
       order: ``[n*d]`` int32 flat scan order.
+      inverse_order: ``[n*d]`` int32 inverse permutation of `order`.
       cbrt_gs: ``[K, n*d]`` ``GS_k^{1/3}`` in scan order (Laplace scale of coefficient k is
         ``GS_k^{1/3} · S_t · ρ_t / ε_QL``).
       prefix: ``[K, n*d+1]`` ``S_t = Σ_{k<t} GS_k^{2/3}``.
@@ -59,11 +61,13 @@ class QuantizerTables(NamedTuple):
       laplace_mse: ``[K, n*d+1]`` Laplace error ``2 S_t³ ρ_t²`` at ``ε_QL = 1``.
       lo, hi: ``[d]`` domain bounds.
       gs_frobenius: ``[]`` ``max_σ ‖GS(f_c^σ)‖_F`` over the candidate kinds (Lemma 3).
+      kron: ``[K, n*d, n*d]`` ordered Kronecker matrices ``P_O (a^n ⊗ a^d)`` when n·d ≤ 128, else None.
     """
 
     an: np.ndarray
     ad: np.ndarray
     order: np.ndarray
+    inverse_order: np.ndarray
     cbrt_gs: np.ndarray
     prefix: np.ndarray
     rho: np.ndarray
@@ -71,6 +75,7 @@ class QuantizerTables(NamedTuple):
     lo: np.ndarray
     hi: np.ndarray
     gs_frobenius: np.ndarray
+    kron: np.ndarray | None = None
 
 
 class QuantizeInfo(NamedTuple):
@@ -106,6 +111,7 @@ def _tables(n, lo, hi, kinds, order, accounting) -> QuantizerTables:
         an=np.stack([transforms.matrix(k, n) for k in kinds]),
         ad=np.stack([transforms.matrix(k, d) for k in kinds]),
         order=np.asarray(order_idx, np.int32),
+        inverse_order=np.argsort(order_idx).astype(np.int32),
         cbrt_gs=gs ** (1.0 / 3.0),
         prefix=prefix,
         rho=rho,
@@ -113,9 +119,15 @@ def _tables(n, lo, hi, kinds, order, accounting) -> QuantizerTables:
         lo=np.asarray(lo),
         hi=np.asarray(hi),
         gs_frobenius=np.asarray(max(sensitivity.frobenius(k, n, bounds) for k in kinds)),
+        kron=(
+            np.stack([np.kron(transforms.matrix(k, n), transforms.matrix(k, d))[order_idx] for k in kinds])
+            if n * d <= _KRON_MAX
+            else None
+        ),
     )
     for arr in out:
-        arr.flags.writeable = False
+        if arr is not None:
+            arr.flags.writeable = False
     return out
 
 
@@ -167,17 +179,43 @@ def _clamp(x, x_hat, lo, hi):
 
 
 def _coefficients(e, tab):
-    """All candidate transforms of one error block, in scan order: ``[K, n*d]``."""
-    c = jnp.matmul(jnp.matmul(tab.an, e, precision=_HIGHEST), jnp.swapaxes(tab.ad, -1, -2), precision=_HIGHEST)
+    """All candidate transforms of one error block, in scan order: ``[K, n*d]``.
+
+    For n·d ≤ `_KRON_MAX` this is one product with ``kron[s] = P_O (a^n ⊗ a^d)`` (the scan order
+    folded in), which under `vmap` is a single large GEMM. Otherwise it is written as two einsums so that, under `vmap` over blocks, the first product becomes one
+    large GEMM ``[K·n, n] x [n, B·d]`` and the second K GEMMs ``[B·n, d] x [d, d]``.
+    """
+    if tab.kron is not None:  # small blocks: one GEMM with the ordered Kronecker matrices
+        return jnp.einsum("kpq,q->kp", tab.kron, e.reshape(-1), precision=_HIGHEST)
+    left = jnp.einsum("kij,jl->kil", tab.an, e, precision=_HIGHEST)
+    c = jnp.einsum("kil,kml->kim", left, tab.ad, precision=_HIGHEST)
     return c.reshape(c.shape[0], -1)[:, tab.order]
+
+
+def _inverse(c_tilde, s, tab, n, d):
+    """Inverse transform of kind `s` of coefficients ``c_tilde`` ``[n*d]`` in scan order → ``[n, d]``.
+
+    Small blocks: a sum over all K kinds with the other kinds' coefficients zeroed, which under
+    vmap is one large GEMM with the Kronecker matrices. Larger blocks: the selected kind's
+    matrices are gathered per block (cheaper there than K-fold work).
+    """
+    if tab.kron is not None:
+        c_all = jnp.where((jnp.arange(tab.kron.shape[0]) == s)[:, None], c_tilde[None, :], 0.0)
+        return jnp.einsum("kpq,kp->q", tab.kron, c_all, precision=_HIGHEST).reshape(n, d)
+    cm = c_tilde[tab.inverse_order].reshape(n, d)  # back from scan order (a gather, not a scatter)
+    return jnp.matmul(jnp.matmul(tab.an[s].T, cm, precision=_HIGHEST), tab.ad[s], precision=_HIGHEST)
+
+
+def _suffix_sums(sq):
+    """``tail[:, t] = Σ_{k ≥ t} sq[:, k]`` for t = 0 … nd (last column 0), shape ``[K, nd+1]``."""
+    tail = _prefix.cumsum(sq, reverse=True)
+    return jnp.concatenate([tail, jnp.zeros_like(tail[..., :1])], axis=-1)
 
 
 def _block_terms(x, x_hat, tab, eps_laplace):
     x, x_hat, n_bad = _clamp(x, x_hat, tab.lo, tab.hi)
     c = _coefficients(x - x_hat, tab)
-    sq = c * c
-    tail = jnp.cumsum(sq[:, ::-1], axis=1)[:, ::-1]  # tail[:, t] = Σ_{k ≥ t} c_k², t < nd
-    tail = jnp.concatenate([tail, jnp.zeros_like(tail[:, :1])], axis=1)
+    tail = _suffix_sums(c * c)
     lap = tab.laplace_mse / (eps_laplace * eps_laplace)
     return x_hat, c, lap, tail, n_bad
 
@@ -210,9 +248,8 @@ def _quantize_block(key, x, x_hat, tab, eps_laplace, eps_select, theta):
     x_hat, c, lap, tail, n_bad = _block_terms(x, x_hat, tab, eps_laplace)
     score, sens = _scores(lap, tail, x_hat, tab, theta)
     k_select, k_noise = jax.random.split(key)
-    # Algorithm 1, lines 1-4: exponential mechanism over all (σ, t), Gumbel-max in log space.
-    idx = jax.random.categorical(k_select, (eps_select / (2.0 * sens)) * score.reshape(-1))
-    s, t = jnp.divmod(idx, nd + 1)
+    # Algorithm 1, lines 1-4: exponential mechanism over all (σ, t), in log space.
+    s, t = mechanisms._categorical_2d(k_select, (eps_select / (2.0 * sens)) * score)
     # Lines 6-13: Laplace noise of scale GS_k/ε*_k (× ρ_t) on the first t coefficients, zero the rest.
     # The factor (1 + 8·eps_machine) absorbs rounding of the scales, so the loss never exceeds ε.
     margin = 1.0 + 8.0 * jnp.finfo(x.dtype).eps
@@ -220,9 +257,8 @@ def _quantize_block(key, x, x_hat, tab, eps_laplace, eps_select, theta):
     noise = scale * jax.random.laplace(k_noise, (nd,), x.dtype)
     keep = jnp.arange(nd) < t
     c_tilde = jnp.where(keep, c[s] + noise, jnp.zeros_like(noise))
-    c_mat = jnp.zeros((nd,), x.dtype).at[tab.order].set(c_tilde).reshape(n, d)
     # Line 14: inverse transform of the selected kind.
-    e_tilde = jnp.matmul(jnp.matmul(tab.an[s].T, c_mat, precision=_HIGHEST), tab.ad[s], precision=_HIGHEST)
+    e_tilde = _inverse(c_tilde, s, tab, n, d)
     eps = (eps_laplace + eps_select).astype(x.dtype)
     return x_hat + e_tilde, QuantizeInfo(t.astype(jnp.int32), s.astype(jnp.int32), eps, n_bad)
 
@@ -247,8 +283,23 @@ def _prepare(x, x_hat, bounds, kinds, order, accounting):
     dtype = jnp.result_type(x.dtype, x_hat.dtype)
     x = jnp.broadcast_to(x.astype(dtype), (*batch, n, d)).reshape(-1, n, d)
     x_hat = jnp.broadcast_to(x_hat.astype(dtype), (*batch, n, d)).reshape(-1, n, d)
-    tab = jax.tree_util.tree_map(lambda a: jnp.asarray(a, dtype if a.dtype.kind == "f" else a.dtype), tab)
+    tab = _device_tables(tab, np.dtype(dtype))
     return x, x_hat, tab, batch, dtype
+
+
+_DEVICE_CACHE: dict = {}
+
+
+def _device_tables(tab: QuantizerTables, dtype: np.dtype) -> QuantizerTables:
+    """Device copies of the (cached, immutable) host tables in the compute dtype, cached too."""
+    key = (id(tab), dtype)
+    hit = _DEVICE_CACHE.get(key)
+    if hit is None or hit[0] is not tab:
+        conv = jax.tree_util.tree_map(lambda a: jnp.asarray(a, dtype if a.dtype.kind == "f" else a.dtype), tab)
+        if len(_DEVICE_CACHE) > 64:
+            _DEVICE_CACHE.clear()
+        hit = _DEVICE_CACHE[key] = (tab, conv)
+    return hit[1]
 
 
 @jax.jit

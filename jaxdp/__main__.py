@@ -1,0 +1,5 @@
+import sys
+
+from jaxdp.cli import main
+
+sys.exit(main())
