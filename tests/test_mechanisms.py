@@ -129,3 +129,27 @@ def test_exponential_rejects_bad_parameters(key, kwargs):
 def test_exponential_rejects_empty_scores(key):
     with pytest.raises(ValueError, match="candidates"):
         mechanisms.exponential(key, jnp.zeros((0,)), epsilon=1.0, sensitivity=1.0)
+
+
+def test_two_stage_sampler_matches_softmax_and_never_draws_zero_weight(key):
+    logits = jnp.asarray([[0.0, -1.0, -jnp.inf, 1e15 * 0], [-jnp.inf, -jnp.inf, -jnp.inf, -jnp.inf], [0.5, jnp.nan, -2.0, 0.0]])
+    draws = 60_000
+    rows, cols = jax.vmap(mechanisms._categorical_2d, in_axes=(0, None))(jax.random.split(key, draws), logits)
+    flat = np.asarray(rows) * 4 + np.asarray(cols)
+    w = np.exp(np.nan_to_num(np.asarray(logits, np.float64), nan=-np.inf))
+    want = (w / w.sum()).reshape(-1)
+    counts = np.bincount(flat, minlength=12).astype(float)
+    assert counts[want == 0].sum() == 0  # -inf, NaN and all--inf rows are never drawn
+    assert _chi2_pvalue(counts, want) > ALPHA
+    assert _chi2_pvalue(counts, np.where(want > 0, 1.0 / np.sum(want > 0), 0.0)) < ALPHA  # power
+
+
+@pytest.mark.parametrize("size", [1, 7, 64, 160, 161, 625, 1000])
+def test_gemm_prefix_sums_equal_numpy(size, x64):
+    from jaxdp import _prefix
+
+    x = np.random.default_rng(size).normal(size=(3, size))
+    np.testing.assert_allclose(_prefix.cumsum(jnp.asarray(x)), np.cumsum(x, -1), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        _prefix.cumsum(jnp.asarray(x), reverse=True), np.cumsum(x[:, ::-1], -1)[:, ::-1], rtol=1e-12, atol=1e-12
+    )
