@@ -280,11 +280,19 @@ def _prepare(x, x_hat, bounds, kinds, order, accounting):
         raise ValueError(f"x {tuple(x.shape)} and x_hat {tuple(x_hat.shape)} have incompatible batch shapes.") from err
     lo, _ = _checks.bounds(bounds, d)
     tab = tables(n, bounds, kinds=kinds, order=order, accounting=accounting)
-    dtype = jnp.result_type(x.dtype, x_hat.dtype)
+    dtype = np.dtype(jax.dtypes.canonicalize_dtype(np.promote_types(x.dtype, x_hat.dtype)))
     x = jnp.broadcast_to(x.astype(dtype), (*batch, n, d)).reshape(-1, n, d)
-    x_hat = jnp.broadcast_to(x_hat.astype(dtype), (*batch, n, d)).reshape(-1, n, d)
+    if x_hat.ndim == 2:  # one prediction for every block: keep it unbatched (vmap in_axes=None)
+        x_hat = x_hat.astype(dtype)
+    else:
+        x_hat = jnp.broadcast_to(x_hat.astype(dtype), (*batch, n, d)).reshape(-1, n, d)
     tab = _device_tables(tab, np.dtype(dtype))
     return x, x_hat, tab, batch, dtype
+
+
+def _hat_axis(x_hat):
+    """vmap axis of the prediction: 0 when batched ``[B, n, d]``, None when shared ``[n, d]``."""
+    return 0 if x_hat.ndim == 3 else None
 
 
 _DEVICE_CACHE: dict = {}
@@ -304,7 +312,7 @@ def _device_tables(tab: QuantizerTables, dtype: np.dtype) -> QuantizerTables:
 
 @jax.jit
 def _mse_jit(x, x_hat, tab, eps_laplace):
-    return jax.vmap(_mse_block, in_axes=(0, 0, None, None))(x, x_hat, tab, eps_laplace)
+    return jax.vmap(_mse_block, in_axes=(0, _hat_axis(x_hat), None, None))(x, x_hat, tab, eps_laplace)
 
 
 def mse_table(
@@ -353,7 +361,7 @@ def _check_theta(theta):
 
 @functools.partial(jax.jit, static_argnames=("theta",))
 def _probabilities_jit(x, x_hat, tab, eps_laplace, eps_select, *, theta):
-    f = jax.vmap(_probabilities_block, in_axes=(0, 0, None, None, None, None))
+    f = jax.vmap(_probabilities_block, in_axes=(0, _hat_axis(x_hat), None, None, None, None))
     return f(x, x_hat, tab, eps_laplace, eps_select, theta)
 
 
@@ -387,7 +395,7 @@ def selection_probabilities(
 
 @functools.partial(jax.jit, static_argnames=("theta",))
 def _quantize_jit(keys, x, x_hat, tab, eps_laplace, eps_select, *, theta):
-    f = jax.vmap(_quantize_block, in_axes=(0, 0, 0, None, None, None, None))
+    f = jax.vmap(_quantize_block, in_axes=(0, 0, _hat_axis(x_hat), None, None, None, None))
     return f(keys, x, x_hat, tab, eps_laplace, eps_select, theta)
 
 
