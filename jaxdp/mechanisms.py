@@ -83,28 +83,41 @@ def _last_positive(w: jax.Array) -> jax.Array:
     return size - 1 - jnp.argmax(w[..., ::-1] > 0, axis=-1)
 
 
+_GROUP = 16  # candidates per group in the two-stage draw
+
+
 def _categorical_2d(key: jax.Array, logits: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Traceable core: draw (row, col) with probability ∝ exp(logits[row, col]); shape ``[R, C]``.
 
-    Two-stage inverse-CDF sampling in log space: ``w = exp(logits - max)`` (so scores of any
-    magnitude are safe, -inf and NaN get weight 0), a row by its total weight, then a column of
-    that row. It needs two uniforms instead of R·C Gumbels, which makes Algorithm 1 several times
-    faster on CPU. Float caveat (as for Gumbel-max in float32): a candidate whose probability is
-    below the uniform's resolution (≈ 6e-8 of its row's weight in float32, 1e-16 in float64) is
-    sampled with a rounded probability; candidates of weight exactly 0 are never drawn.
+    Two-stage inverse-CDF sampling in log space. ``w = exp(logits - max)`` (so scores of any
+    magnitude are safe; -inf and NaN get weight 0); the R·C candidates are cut into groups of
+    `_GROUP`; a group is drawn by its total weight, then a candidate inside it. Two uniforms and
+    O(R·C) work instead of R·C Gumbels, which makes Algorithm 1 several times faster on CPU.
+
+    Float caveat (as for Gumbel-max in float32): a candidate whose probability is below the
+    uniform's resolution (≈ 6e-8 relative to its stage's total weight in float32, 1e-16 in
+    float64) is drawn with a rounded probability; candidates of weight exactly 0 are never drawn.
     """
-    logits = jnp.where(jnp.isnan(logits), -jnp.inf, logits)
-    w = jnp.exp(logits - jnp.max(logits))
-    row_w = jnp.sum(w, axis=-1)
-    k_row, k_col = jax.random.split(key)
-    row_cdf = jnp.cumsum(row_w)
-    u_row = jax.random.uniform(k_row, (), w.dtype) * row_cdf[-1]
-    row = jnp.minimum(jnp.sum(row_cdf <= u_row), _last_positive(row_w))
-    w_row = w[row]
-    col_cdf = _prefix.cumsum(w_row)
-    u_col = jax.random.uniform(k_col, (), w.dtype) * col_cdf[-1]
-    col = jnp.minimum(jnp.sum(col_cdf <= u_col), _last_positive(w_row))
-    return row, col
+    rows, cols = logits.shape
+    flat = logits.reshape(-1)
+    flat = jnp.where(jnp.isnan(flat), -jnp.inf, flat)
+    w = jnp.exp(flat - jnp.max(flat))
+    size = w.shape[0]
+    groups = -(-size // _GROUP)
+    w = jnp.pad(w, (0, groups * _GROUP - size)).reshape(groups, _GROUP)
+    group_w = jnp.sum(w, axis=-1)
+    k_group, k_item = jax.random.split(key)
+    g = _inverse_cdf(k_group, group_w)
+    i = _inverse_cdf(k_item, w[g])
+    idx = g * _GROUP + i
+    return idx // cols, idx % cols
+
+
+def _inverse_cdf(key: jax.Array, w: jax.Array) -> jax.Array:
+    """Index drawn with probability ∝ w (1-D, w ≥ 0, some w > 0); never an index with w = 0."""
+    cdf = _prefix.cumsum(w)
+    u = jax.random.uniform(key, (), w.dtype) * cdf[-1]
+    return jnp.minimum(jnp.sum(cdf <= u), _last_positive(w))
 
 
 def _check_exp_args(scores, epsilon, sensitivity):
