@@ -7,9 +7,16 @@ Modules:
   mechanisms   Laplace and exponential mechanisms (explicit typed keys)
   quantize     Theorem 1 allocation, MSE tables, Algorithm 1 of the hybrid-video-coding paper
   datasets     bundled Census data, explicit (non-private) bound helpers
+  predict      candidate predictions from protected blocks (intra / inter modes)
+  codec        the closed loop: one block step, a scan over blocks
+  stream       frames, budgets, record updates; `anonymize`, `StreamAnonymizer`
+  baselines    PLN and the zero-budget midpoint
 """
 
-from jaxdp import datasets, mechanisms, orders, quantize, sensitivity, transforms
+from jaxdp import baselines, codec, datasets, mechanisms, orders, predict, quantize, sensitivity, stream, transforms
+from jaxdp.baselines import midpoint, pln
+from jaxdp.config import HVCConfig
+from jaxdp.stream import Result, StreamAnonymizer, anonymize
 from jaxdp.mechanisms import exponential, laplace
 from jaxdp.quantize import QuantizeInfo, mse_table
 from jaxdp.quantize import quantize as quantize_block
@@ -17,6 +24,16 @@ from jaxdp.quantize import quantize as quantize_block
 __version__ = "0.1.0"
 
 __all__ = [
+    "HVCConfig",
+    "Result",
+    "StreamAnonymizer",
+    "anonymize",
+    "pln",
+    "midpoint",
+    "baselines",
+    "codec",
+    "predict",
+    "stream",
     "datasets",
     "mechanisms",
     "orders",

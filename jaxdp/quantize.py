@@ -220,14 +220,23 @@ def _block_terms(x, x_hat, tab, eps_laplace):
     return x_hat, c, lap, tail, n_bad
 
 
-def _scores(lap, tail, x_hat, tab, theta):
-    """ω_θ for all (σ, t) and its Lemma 3 sensitivity bound."""
+def _scores(lap, tail, x_hat, tab, theta, prune=False):
+    """ω_θ for all (σ, t) and its Lemma 3 sensitivity bound.
+
+    With `prune`, candidates whose Laplace error alone exceeds the largest possible removal error
+    ``R = Σ_ij max(hi_j - x̂_ij, x̂_ij - lo_j)²`` (the worst error of releasing x̂ itself, t = 0)
+    get score -inf. The rule reads only public values (ε_QL, Λ, n, d, the order and x̂), so the
+    candidate set stays data-independent; t = 0 is never pruned.
+    """
+    far = sensitivity._omega_one_factor(x_hat, tab.lo, tab.hi)
     if theta == 1.0:
         score = -(lap + tail)
-        sens = 2.0 * tab.gs_frobenius * sensitivity._omega_one_factor(x_hat, tab.lo, tab.hi)
+        sens = 2.0 * tab.gs_frobenius * far
     else:
         score = -jnp.sqrt(lap) - jnp.sqrt(tail)
         sens = tab.gs_frobenius
+    if prune:
+        score = jnp.where(lap > far * far, -jnp.inf, score)
     return score, sens
 
 
@@ -242,11 +251,11 @@ def _probabilities_block(x, x_hat, tab, eps_laplace, eps_select, theta):
     return jax.nn.softmax((eps_select / (2.0 * sens)) * score.reshape(-1)).reshape(score.shape)
 
 
-def _quantize_block(key, x, x_hat, tab, eps_laplace, eps_select, theta):
+def _quantize_block(key, x, x_hat, tab, eps_laplace, eps_select, theta, prune=False):
     n, d = x.shape
     nd = n * d
     x_hat, c, lap, tail, n_bad = _block_terms(x, x_hat, tab, eps_laplace)
-    score, sens = _scores(lap, tail, x_hat, tab, theta)
+    score, sens = _scores(lap, tail, x_hat, tab, theta, prune)
     k_select, k_noise = jax.random.split(key)
     # Algorithm 1, lines 1-4: exponential mechanism over all (σ, t), in log space.
     s, t = mechanisms._categorical_2d(k_select, (eps_select / (2.0 * sens)) * score)

@@ -1,0 +1,160 @@
+"""The closed loop of the hybrid-video-coding anonymizer: one block step, and a scan over blocks.
+
+``step(state, block, key) → (state, released_block, info)`` combines Algorithm 2 (encoder
+control: the exponential mechanism picks a prediction mode, score ``-‖X - X̂(φ)‖²_F``,
+sensitivity ``‖Λ‖²₂`` by Lemma 5, valid because predictions are clipped) and Algorithm 1 (the
+quantizer: transform, (t, σ) selection, Laplace noise, inverse transform). The released block is
+stored in the history from which later blocks are predicted (DPCM: the loop is sequential), and
+the whole stream is one `lax.scan` over blocks.
+
+Privacy (per block, paper Theorem 2): ``ε_E + ε_QE + ε_QL = ε_block``; blocks of one frame hold
+distinct subjects (parallel composition), and the stream driver charges each frame once.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Int
+
+from jaxdp import mechanisms, predict, quantize
+from jaxdp.config import HVCConfig
+
+__all__ = ["CodecState", "BlockInfo", "CodecParams", "params", "init", "step", "run"]
+
+
+class CodecState(NamedTuple):
+    """Carried between blocks: the last π released blocks (most recent first) and how many exist."""
+
+    history: Float[Array, "pi n d"]
+    valid: Int[Array, ""]
+
+
+class BlockInfo(NamedTuple):
+    """Per block: prediction mode index (into `predict.mode_names`), transform index (into
+    ``config.kinds``), retained coefficients t, ε spent, input values clamped."""
+
+    mode: Int[Array, "*blocks"]
+    kind: Int[Array, "*blocks"]
+    t: Int[Array, "*blocks"]
+    epsilon: Float[Array, "*blocks"]
+    n_clipped: Int[Array, "*blocks"]
+
+
+class CodecParams(NamedTuple):
+    """Public arrays of a configuration (device copies)."""
+
+    tables: quantize.QuantizerTables
+    lo: Float[Array, " d"]
+    hi: Float[Array, " d"]
+    mode_sensitivity: Float[Array, ""]
+
+
+def resolve_bounds(config: HVCConfig, records: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(lo, hi, private)``: the configured bounds, or the paper's non-private 1.5 × max rule."""
+    if config.bounds == "data":
+        if records is None:
+            raise ValueError('bounds="data" needs the whole data set (batch anonymize only).')
+        from jaxdp.datasets import bounds_from_data
+
+        width = bounds_from_data(records, 1.5)
+        return np.zeros_like(width), width, False
+    lo, hi = config.bounds
+    return np.asarray(lo), np.asarray(hi), True
+
+
+def params(config: HVCConfig, lo: np.ndarray, hi: np.ndarray, dtype) -> CodecParams:
+    """Build the public tables of `config` for domain ``[lo, hi]`` in `dtype`."""
+    bounds = np.stack([lo, hi])
+    tab = quantize.tables(
+        config.block_size, bounds, kinds=config.kinds, order=config.order, accounting=config.accounting
+    )
+    dtype = np.dtype(dtype)
+    tab = quantize._device_tables(tab, dtype)
+    width = hi - lo
+    return CodecParams(tab, jnp.asarray(lo, dtype), jnp.asarray(hi, dtype), jnp.asarray(np.sum(width**2), dtype))
+
+
+def init(config: HVCConfig, d: int, dtype=None) -> CodecState:
+    """The state before the first block: empty history (predictions fall back to the midpoint)."""
+    dtype = dtype or jnp.zeros(()).dtype
+    return CodecState(jnp.zeros((config.history, config.block_size, d), dtype), jnp.zeros((), jnp.int32))
+
+
+def _step(config: HVCConfig, prm: CodecParams, state: CodecState, block, key, eps_block):
+    """One block: Algorithm 2 (mode) then Algorithm 1 (quantizer). Pure and traceable."""
+    ql, qe, e = config.budget_split
+    k_mode, k_quant = jax.random.split(key)
+    preds = predict.candidates(state.history, state.valid, prm.lo, prm.hi, config.modes)
+    if preds.shape[0] > 1:
+        xc = jnp.clip(jnp.where(jnp.isnan(block), 0.5 * (prm.lo + prm.hi), block), prm.lo, prm.hi)
+        score = -jnp.sum((xc[None] - preds) ** 2, axis=(1, 2))  # κ = -‖X - X̂(φ)‖²_F
+        factor = (e * eps_block) / (2.0 * prm.mode_sensitivity)  # Lemma 5: ‖Λ‖²₂
+        _, mode = mechanisms._categorical_2d(k_mode, (factor * score)[None, :])
+    else:
+        mode = jnp.zeros((), jnp.int32)
+    x_hat = preds[mode]
+    released, qinfo = quantize._quantize_block(
+        k_quant, block, x_hat, prm.tables, ql * eps_block, qe * eps_block, config.theta, config.prune
+    )
+    if config.clip_output:
+        released = jnp.clip(released, prm.lo, prm.hi)
+    history = jnp.concatenate([released[None], state.history[:-1]], axis=0)
+    state = CodecState(history, jnp.minimum(state.valid + 1, config.history).astype(jnp.int32))
+    info = BlockInfo(mode.astype(jnp.int32), qinfo.kind, qinfo.t, eps_block.astype(block.dtype), qinfo.n_clipped)
+    return state, released, info
+
+
+def step(
+    config: HVCConfig, prm: CodecParams, state: CodecState, block: Float[Array, "n d"], key, eps_block
+) -> tuple[CodecState, Float[Array, "n d"], BlockInfo]:
+    """One jitted codec step ``(state, block, key) → (state, released, info)`` for budget `eps_block`."""
+    return _step_jit(config, prm, state, jnp.asarray(block, prm.lo.dtype), key, jnp.asarray(eps_block, prm.lo.dtype))
+
+
+@functools.partial(jax.jit, static_argnums=(0,))
+def _step_jit(config, prm, state, block, key, eps_block):
+    return _step(config, prm, state, block, key, eps_block)
+
+
+def _scan(config, prm, state, blocks, keys, eps):
+    def body(carry, xs):
+        block, key, e = xs
+        carry, released, info = _step(config, prm, carry, block, key, e)
+        return carry, (released, info)
+
+    return jax.lax.scan(body, state, (blocks, keys, eps))
+
+
+@functools.partial(jax.jit, static_argnums=(0,))
+def _run_jit(config, prm, state, blocks, keys, eps):
+    return _scan(config, prm, state, blocks, keys, eps)
+
+
+@functools.partial(jax.jit, static_argnums=(0,))
+def _run_many_jit(config, prm, state, blocks, keys, eps):
+    # keys: [R, B]; independent repetitions of the same stream (one vmapped program).
+    return jax.vmap(lambda s, k: _scan(config, prm, s, blocks, k, eps), in_axes=(None, 0))(state, keys)
+
+
+def run(
+    config: HVCConfig,
+    prm: CodecParams,
+    state: CodecState,
+    blocks: Float[Array, "B n d"],
+    keys,
+    eps: Float[Array, " B"],
+) -> tuple[CodecState, tuple[Float[Array, "B n d"], BlockInfo]]:
+    """The closed loop over a sequence of blocks: one `lax.scan` (jitted; config static).
+
+    `keys` has shape ``[B]`` (one per block) or ``[R, B]`` for R independent repetitions run as
+    one vmapped program (outputs then gain a leading ``[R]`` axis).
+    """
+    if keys.ndim == 2:
+        return _run_many_jit(config, prm, state, blocks, keys, eps)
+    return _run_jit(config, prm, state, blocks, keys, eps)
+

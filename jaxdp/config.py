@@ -1,0 +1,145 @@
+"""Public configuration of the hybrid-video-coding stream anonymizer (a frozen dataclass)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from jaxdp import _checks, orders, predict
+
+__all__ = ["HVCConfig"]
+
+_REORDERS = ("none", "paper")
+
+
+@dataclasses.dataclass(frozen=True)
+class HVCConfig:
+    """Configuration of `jaxdp.anonymize`, `jaxdp.StreamAnonymizer` and `jaxdp.pln`.
+
+    The defaults are private and utility-safe: identity reordering (the paper's reordering is not
+    DP, DESIGN note 3), exact joint accounting, hopeless (t, σ) candidates pruned by a public
+    rule, released blocks clipped to the domain (free post-processing).
+
+    Attributes:
+      block_size: n, records per block (>= 1).
+      frame_blocks: b, blocks per frame; a frame holds m = n·b records and the delay is δ = m.
+      epsilon: total budget ε protecting `target_length` records (paper Sec. 4.1): each full
+        frame spends ε_j = ε·m/l, a shorter frame of r records ε·r/l.
+      target_length: l, the number of records to protect; None = the length of the input stream
+        (batch only: `StreamAnonymizer` needs it). Records beyond l are dropped and counted.
+      bounds: public domain: ``(lo, hi)`` arrays of length d, or widths Λ (domain ``[0, Λ]``), or
+        the string ``"data"`` for the paper's 1.5 × max rule, which reads the data and is **not
+        private** (the result is then flagged ``private=False``).
+      split: fractions (ε_QL, ε_QE, ε_E) of each block's budget for the Laplace noise, the
+        (t, σ) selection and the mode selection; must sum to 1. With a single prediction mode the
+        ε_E share is given to the other two in proportion.
+      kinds: candidate transforms.
+      order: scan order, ``"zigzag"`` or ``"diagonal"``.
+      theta: score exponent θ of Algorithm 1, 0.5 or 1.0.
+      accounting: ``"joint"`` (exact joint loss, DESIGN note 4) or ``"paper"`` (Theorem 1).
+      reorder: ``"none"`` (identity; the only option implemented so far).
+      reorder_cost: c_R, the footrule bound (0 with ``reorder="none"``).
+      history: π, how many past protected blocks the predictor sees.
+      modes: prediction modes, a tuple from `jaxdp.predict.MODES`.
+      prune: drop (t, σ) candidates whose Laplace error alone exceeds the largest possible
+        removal error ``Σ max(hi - x̂, x̂ - lo)²`` (public values only) before selection.
+      clip_output: clip released blocks to the domain (post-processing).
+    """
+
+    block_size: int
+    frame_blocks: int
+    epsilon: float
+    _: dataclasses.KW_ONLY
+    target_length: int | None = None
+    bounds: object = None
+    split: tuple[float, float, float] = (1 / 3, 1 / 3, 1 / 3)
+    kinds: tuple[str, ...] = ("dct", "dst", "dht")
+    order: str = "zigzag"
+    theta: float = 0.5
+    accounting: str = "joint"
+    reorder: str = "none"
+    reorder_cost: int = 0
+    history: int = 2
+    modes: tuple[str, ...] = predict.DEFAULT_MODES
+    prune: bool = True
+    clip_output: bool = True
+
+    def __post_init__(self):
+        _checks.size("block_size", self.block_size)
+        _checks.size("frame_blocks", self.frame_blocks)
+        _checks.positive_scalar("epsilon", self.epsilon)
+        if self.target_length is not None:
+            _checks.size("target_length", self.target_length)
+        if self.bounds is None:
+            raise ValueError(
+                "bounds are required: give the public domain as (lo, hi) or widths; "
+                'bounds="data" (paper rule, not private) only by explicit request.'
+            )
+        if isinstance(self.bounds, str):
+            if self.bounds != "data":
+                raise ValueError(f'bounds must be (lo, hi), widths, or "data"; got {self.bounds!r}.')
+        else:
+            lo, hi = _checks.bounds(self.bounds)
+            object.__setattr__(self, "bounds", (tuple(lo.tolist()), tuple(hi.tolist())))
+        split = tuple(float(s) for s in self.split)
+        if len(split) != 3 or any(not math.isfinite(s) or s < 0 for s in split):
+            raise ValueError(f"split must be three non-negative fractions (ε_QL, ε_QE, ε_E), got {self.split!r}.")
+        if abs(sum(split) - 1.0) > 1e-9 or split[0] <= 0 or split[1] <= 0:
+            raise ValueError(f"split must sum to 1 with ε_QL, ε_QE > 0; got {self.split!r}.")
+        object.__setattr__(self, "split", split)
+        object.__setattr__(self, "kinds", _checks.kinds(self.kinds))
+        _checks.option("order", self.order, orders.ORDERS)
+        if self.theta not in (0.5, 1.0):
+            raise ValueError(f"theta must be 0.5 or 1.0, got {self.theta!r}.")
+        _checks.option("accounting", self.accounting, _checks.ACCOUNTINGS)
+        _checks.option("reorder", self.reorder, _REORDERS)
+        if self.reorder == "paper":
+            raise NotImplementedError(
+                'reorder="paper" (Algorithm 2\'s permutation, outside the DP guarantee) is not implemented yet; '
+                'use reorder="none".'
+            )
+        if isinstance(self.reorder_cost, bool) or not isinstance(self.reorder_cost, (int, np.integer)):
+            raise TypeError(f"reorder_cost must be an int, got {self.reorder_cost!r}.")
+        if self.reorder == "none" and self.reorder_cost != 0:
+            raise ValueError('reorder_cost must be 0 with reorder="none".')
+        _checks.size("history", self.history)
+        modes = tuple(self.modes) if not isinstance(self.modes, str) else (self.modes,)
+        if not modes or any(m not in predict.MODES for m in modes) or len(set(modes)) != len(modes):
+            raise ValueError(f"modes must be distinct names from {predict.MODES}, got {self.modes!r}.")
+        object.__setattr__(self, "modes", modes)
+        if self.split[2] <= 0 and self.n_candidates > 1:
+            raise ValueError("split gives the mode selection (ε_E) no budget but there are several modes.")
+
+    @classmethod
+    def paper(cls, block_size: int, frame_blocks: int, epsilon: float, *, bounds, **overrides) -> HVCConfig:
+        """The paper-faithful preset: θ = 1, Theorem 1 accounting, no pruning, no output clipping.
+
+        Reordering is ``"none"`` until Algorithm 2's reordering lands (the paper found its gains
+        small, Figs. 10 and 12).
+        """
+        kw = dict(
+            theta=1.0, accounting="paper", prune=False, clip_output=False,
+            modes=("midpoint", "column_mean", "last_record", "inter"), history=2,
+        )  # fmt: skip
+        kw.update(overrides)
+        return cls(block_size, frame_blocks, epsilon, bounds=bounds, **kw)
+
+    @property
+    def frame_size(self) -> int:
+        """m = n·b records per frame (also the delay bound δ)."""
+        return self.block_size * self.frame_blocks
+
+    @property
+    def n_candidates(self) -> int:
+        """Number of prediction candidates P."""
+        return len(predict.mode_names(self.modes, self.history))
+
+    @property
+    def budget_split(self) -> tuple[float, float, float]:
+        """(ε_QL, ε_QE, ε_E) fractions actually used (ε_E redistributed when there is one mode)."""
+        ql, qe, e = self.split
+        if self.n_candidates == 1:
+            return ql / (ql + qe), qe / (ql + qe), 0.0
+        return ql, qe, e
