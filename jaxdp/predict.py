@@ -65,7 +65,7 @@ def candidates(
     """
     pi, n, d = hist.shape
     mid = jnp.broadcast_to(0.5 * (lo + hi), (n, d))
-    have = jnp.arange(pi) < valid  # [π]
+    have = jnp.arange(pi, dtype=jnp.int32) < jnp.asarray(valid, jnp.int32)  # [π]
     out = []
     for m in modes:
         if m == "midpoint":

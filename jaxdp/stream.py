@@ -325,9 +325,10 @@ class StreamAnonymizer:
             mask = rows >= 0
             outs.append(released[mask])
             idxs.append(rows[mask])
-            # forget the raw records of this frame and of superseded rows that can no longer be needed
-            keep_from = min(self.planner.buffer.values(), default=self.rows_seen)
-            done = set(frame_rows)
-            for r in [r for r in self.pending if r < keep_from or r in done]:
+            for r in frame_rows:  # forget the raw records of this frame
                 self.pending.pop(r, None)
+        # ... and of superseded rows, which no frame can need any more
+        keep_from = min(self.planner.buffer.values(), default=self.rows_seen)
+        for r in [r for r in self.pending if r < keep_from]:
+            del self.pending[r]
         return np.concatenate(outs), np.concatenate(idxs)

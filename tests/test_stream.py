@@ -1,0 +1,216 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import reference as ref
+import scipy.stats
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import jaxdp
+from jaxdp import codec, datasets, orders, predict
+
+ALPHA = 1e-4
+CENSUS = datasets.load_census()
+WIDTH = datasets.bounds_from_data(CENSUS)
+BOUNDS = np.stack([np.zeros(13), WIDTH])
+
+
+def small_config(**kw):
+    base = dict(bounds=(np.zeros(3), np.array([10.0, 5.0, 2.0])))
+    base.update(kw)
+    return jaxdp.HVCConfig(4, 3, 1.0, **base)
+
+
+def test_predictions_are_clipped_and_fall_back_to_midpoint():
+    lo, hi = jnp.zeros(2), jnp.array([1.0, 2.0])
+    hist = jnp.stack([jnp.full((3, 2), 5.0), jnp.full((3, 2), -1.0)])  # out of the domain on purpose
+    preds = predict.candidates(hist, jnp.asarray(1), lo, hi, predict.MODES)
+    names = predict.mode_names(predict.MODES, 2)
+    assert preds.shape == (len(names), 3, 2)
+    assert np.all(preds >= lo) and np.all(preds <= hi)
+    inter2 = names.index("inter2")
+    np.testing.assert_allclose(preds[inter2], np.broadcast_to([0.5, 1.0], (3, 2)))  # history not valid yet
+    start = predict.candidates(hist, jnp.asarray(0), lo, hi, predict.MODES)
+    np.testing.assert_allclose(start, np.broadcast_to([0.5, 1.0], start.shape))  # data-independent start
+
+
+def test_released_block_is_prediction_plus_inverse_of_noisy_retained_coefficients(key, x64):
+    cfg = small_config(clip_output=False, prune=False, kinds=("dct",))
+    lo, hi, _ = codec.resolve_bounds(cfg)
+    prm = codec.params(cfg, lo, hi, np.float64)
+    state = codec.init(cfg, 3, np.float64)
+    rng = np.random.default_rng(0)
+    for j in range(4):
+        block = rng.uniform(lo, hi, size=(4, 3))
+        preds = predict.candidates(state.history, state.valid, prm.lo, prm.hi, cfg.modes)
+        state, released, info = codec.step(cfg, prm, state, block, jax.random.fold_in(key, j), 0.8)
+        x_hat = np.asarray(preds[int(info.mode)])
+        c = ref.forward(np.asarray(released) - x_hat, "dct").reshape(-1)[orders.zigzag(4, 3)]
+        np.testing.assert_allclose(c[int(info.t) :], 0.0, atol=1e-9)  # removed coefficients are zero
+        np.testing.assert_allclose(state.history[0], released)
+
+
+def test_zero_noise_limit_reproduces_the_input(key, x64):
+    cfg = small_config(modes=("midpoint",), prune=False, clip_output=False)
+    lo, hi, _ = codec.resolve_bounds(cfg)
+    prm = codec.params(cfg, lo, hi, np.float64)
+    block = np.random.default_rng(1).uniform(lo, hi, size=(4, 3))
+    _, released, info = codec.step(cfg, prm, codec.init(cfg, 3, np.float64), block, key, 1e13)
+    assert int(info.t) == 12
+    np.testing.assert_allclose(released, block, atol=1e-8)
+
+
+@pytest.mark.parametrize("with_ids", [False, True])
+def test_batch_and_streaming_front_ends_are_bit_identical(key, with_ids):
+    rng = np.random.default_rng(2)
+    records = rng.uniform(0, [10.0, 5.0, 2.0], size=(61, 3))
+    ids = rng.integers(0, 25, size=61).tolist() if with_ids else None
+    cfg = small_config(target_length=55)
+    batch = jaxdp.anonymize(key, records, cfg, ids=ids)
+    sa = jaxdp.StreamAnonymizer(cfg, key)
+    outs, idxs, start = [], [], 0
+    for size in (1, 7, 0, 13, 40):
+        chunk = records[start : start + size]
+        o, i = sa.push(chunk, ids=None if ids is None else ids[start : start + size])
+        outs.append(o)
+        idxs.append(i)
+        start += size
+    o, i = sa.flush()
+    outs.append(o)
+    idxs.append(i)
+    np.testing.assert_array_equal(np.concatenate(idxs), batch.index)
+    np.testing.assert_array_equal(np.concatenate(outs).astype(batch.records.dtype), batch.records)
+    assert sa.superseded == batch.superseded and sa.dropped == batch.dropped
+    np.testing.assert_allclose(sa.epsilon_spent, batch.epsilon_spent)
+
+
+def test_same_key_same_output_and_repetitions_match_single_runs(key):
+    records = CENSUS[:100]
+    cfg = jaxdp.HVCConfig(8, 2, 300.0, bounds=BOUNDS)  # large budget: noisy coefficients are released
+    a = jaxdp.anonymize(key, records, cfg)
+    b = jaxdp.anonymize(key, records, cfg)
+    np.testing.assert_array_equal(a.records, b.records)
+    keys = jax.random.split(key, 3)
+    many = jaxdp.anonymize(keys, records, cfg)
+    assert many.records.shape == (3, 100, 13)
+    for r in range(3):
+        single = jaxdp.anonymize(keys[r], records, cfg)
+        np.testing.assert_allclose(many.records[r], single.records, rtol=1e-5, atol=1e-2)
+    assert not np.allclose(many.records[0], many.records[1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n_rows=st.integers(1, 120),
+    n=st.integers(1, 6),
+    b=st.integers(1, 4),
+    n_subjects=st.one_of(st.none(), st.integers(1, 40)),
+    limit=st.one_of(st.none(), st.integers(1, 130)),
+    seed=st.integers(0, 2**16),
+)
+def test_every_record_is_released_once_superseded_or_dropped(n_rows, n, b, n_subjects, limit, seed):
+    rng = np.random.default_rng(seed)
+    records = rng.uniform(0, 1, size=(n_rows, 2))
+    ids = None if n_subjects is None else rng.integers(0, n_subjects, size=n_rows).tolist()
+    cfg = jaxdp.HVCConfig(n, b, 2.0, bounds=np.ones(2), target_length=limit)
+    res = jaxdp.midpoint(records, cfg, ids=ids)  # same planner as anonymize, no device work
+    assert len(np.unique(res.index)) == len(res.index)
+    assert len(res.index) + res.superseded + res.dropped == n_rows
+    assert len(res.index) <= (limit or n_rows)
+    if ids is not None:  # within a frame, subjects are distinct (parallel composition)
+        for f in np.unique(res.frame):
+            subjects = [ids[i] for i in res.index[res.frame == f]]
+            assert len(subjects) == len(set(subjects))
+    pln = jaxdp.pln(jax.random.key(seed), records, cfg, ids=ids)
+    eps_j = cfg.epsilon * cfg.frame_size / (limit or n_rows)
+    assert np.all(pln.epsilon_spent <= eps_j * (1 + 1e-12))
+    assert pln.epsilon_spent.sum() <= cfg.epsilon * (1 + 1e-12)
+    np.testing.assert_array_equal(pln.index, res.index)
+
+
+@pytest.mark.parametrize("n_rows, n, b, with_ids", [(1, 8, 2, False), (37, 4, 3, False), (50, 3, 2, True), (100, 5, 4, True)])
+def test_anonymize_accounts_for_every_row_with_bounded_delay(key, n_rows, n, b, with_ids):
+    rng = np.random.default_rng(n_rows)
+    records = rng.uniform(-1, 12, size=(n_rows, 3))  # some values outside the domain
+    ids = rng.integers(0, n_rows // 2 + 1, size=n_rows).tolist() if with_ids else None
+    cfg = jaxdp.HVCConfig(n, b, 1.0, bounds=(np.zeros(3), np.full(3, 10.0)), target_length=max(1, n_rows - 3))
+    res = jaxdp.anonymize(key, records, cfg, ids=ids)
+    assert len(np.unique(res.index)) == len(res.index)
+    assert len(res.index) + res.superseded + res.dropped == n_rows
+    assert np.all(res.delay >= 0) and np.all(res.delay < cfg.frame_size)  # delay ≤ δ = m
+    assert np.all(res.footrule <= cfg.reorder_cost)
+    assert res.epsilon_spent.sum() <= cfg.epsilon * (1 + 1e-12)
+    assert np.all(res.epsilon_spent <= cfg.epsilon * cfg.frame_size / cfg.target_length * (1 + 1e-12))
+    in_domain = (records[res.index] < 0) | (records[res.index] > 10)
+    assert int(res.clipped) == int(in_domain.sum())
+    assert np.all((res.records >= 0) & (res.records <= 10))  # clipped output (post-processing)
+
+
+def test_default_is_never_worse_than_releasing_nothing_and_beats_pln(key):
+    keys = jax.random.split(key, 8)
+    for eps, frame_blocks in ((1.0, 12), (3.0, 54)):
+        cfg = jaxdp.HVCConfig(8, frame_blocks, eps, bounds=BOUNDS)
+        hvc = jaxdp.anonymize(keys, CENSUS, cfg).sse(CENSUS).mean()
+        mid = jaxdp.midpoint(CENSUS, cfg).sse(CENSUS)
+        pln = jaxdp.pln(keys, CENSUS, cfg).sse(CENSUS).mean()
+        assert hvc <= 1.1 * mid
+        assert hvc < pln
+
+
+def test_paper_preset_is_faithful_and_flags_data_bounds(key):
+    cfg = jaxdp.HVCConfig.paper(8, 4, 3.0, bounds="data")
+    assert cfg.theta == 1.0 and cfg.accounting == "paper" and not cfg.prune and not cfg.clip_output
+    res = jaxdp.anonymize(key, CENSUS[:200], cfg)
+    assert res.private is False
+    np.testing.assert_allclose(res.hi, 1.5 * CENSUS[:200].max(axis=0))
+    assert jaxdp.anonymize(key, CENSUS[:64], jaxdp.HVCConfig(8, 4, 3.0, bounds=BOUNDS)).private is True
+
+
+def test_pln_noise_has_the_stated_scale(key):
+    records = np.full((4000, 2), 0.5)
+    cfg = jaxdp.HVCConfig(4, 5, 2.0, bounds=np.ones(2))
+    res = jaxdp.pln(key, records, cfg)
+    scale = 2.0 / (2.0 * 20 / 4000)  # ΣΛ / ε_j with ε_j = ε·m/l
+    z = ((res.records - 0.5) / scale).reshape(-1)
+    assert scipy.stats.kstest(z, scipy.stats.laplace().cdf).pvalue > ALPHA
+    assert scipy.stats.kstest(z * 1.2, scipy.stats.laplace().cdf).pvalue < ALPHA
+
+
+@pytest.mark.parametrize(
+    "kwargs, err",
+    [
+        (dict(bounds=None), ValueError),
+        (dict(bounds="max"), ValueError),
+        (dict(bounds=[1.0, -1.0]), ValueError),
+        (dict(split=(0.5, 0.5)), ValueError),
+        (dict(split=(0.5, 0.6, -0.1)), ValueError),
+        (dict(theta=2.0), ValueError),
+        (dict(modes=("dc", "wavelet")), ValueError),
+        (dict(reorder="paper"), NotImplementedError),
+        (dict(reorder="none", reorder_cost=3), ValueError),
+        (dict(accounting="rdp"), ValueError),
+        (dict(target_length=0), ValueError),
+    ],
+)
+def test_bad_config_is_rejected(kwargs, err):
+    base = dict(bounds=np.ones(3))
+    base.update(kwargs)
+    with pytest.raises(err):
+        jaxdp.HVCConfig(4, 2, 1.0, **base)
+
+
+def test_bad_calls_are_rejected(key):
+    cfg = jaxdp.HVCConfig(4, 2, 1.0, bounds=np.ones(3))
+    with pytest.raises(ValueError, match="attributes"):
+        jaxdp.anonymize(key, np.ones((10, 4)), cfg)
+    with pytest.raises(ValueError, match="empty"):
+        jaxdp.anonymize(key, np.ones((0, 3)), cfg)
+    with pytest.raises(ValueError, match="ids"):
+        jaxdp.anonymize(key, np.ones((10, 3)), cfg, ids=[1, 2])
+    with pytest.raises(TypeError, match="jax.random.key"):
+        jaxdp.anonymize(jax.random.PRNGKey(0), np.ones((10, 3)), cfg)
+    with pytest.raises(ValueError, match="target_length"):
+        jaxdp.StreamAnonymizer(cfg, key)
+    with pytest.raises(TypeError, match="positional"):
+        jaxdp.HVCConfig(4, 2, 1.0, None, np.ones(3))  # everything after epsilon is keyword-only
