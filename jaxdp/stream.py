@@ -146,16 +146,18 @@ class _Frames:
         self.config, self.lo, self.hi, self.limit = config, lo, hi, limit
         self.dtype = dtype
 
-    def blocks(self, records: np.ndarray, frames: list[tuple[list[int], int]]):
+    def blocks(self, get_rows, frames: list[tuple[list[int], int]]):
+        """Padded blocks of `frames`; ``get_rows(rows)`` returns the raw records ``[k, d]`` of input rows."""
         n = self.config.block_size
-        d = records.shape[1]
         mid = 0.5 * (self.lo + self.hi)
+        d = mid.shape[0]
         blocks, rows, eps, fr = [], [], [], []
         for f, (frame_rows, _) in enumerate(frames):
             nb = -(-len(frame_rows) // n)
             padded = np.full(nb * n, -1, np.int64)
             padded[: len(frame_rows)] = frame_rows
-            data = np.where((padded >= 0)[:, None], records[np.maximum(padded, 0)], mid[None, :])
+            data = np.broadcast_to(mid, (nb * n, d)).copy()
+            data[: len(frame_rows)] = get_rows(frame_rows)
             blocks.append(data.reshape(nb, n, d))
             rows.append(padded.reshape(nb, n))
             eps.append(np.full(nb, self.config.epsilon * len(frame_rows) / self.limit))
@@ -229,7 +231,8 @@ def anonymize(key: jax.Array, records, config: HVCConfig, *, ids=None) -> Result
     dtype = jnp.zeros(()).dtype if np.issubdtype(records.dtype, np.integer) else jnp.asarray(records[:0]).dtype
     prm = codec.params(config, lo, hi, dtype)
     fr = _Frames(config, lo, hi, limit, dtype)
-    blocks, rows, eps, block_frame = fr.blocks(records.astype(np.float64), frames)
+    data64 = records.astype(np.float64)
+    blocks, rows, eps, block_frame = fr.blocks(lambda r: data64[np.asarray(r, np.int64)], frames)
     state = codec.init(config, records.shape[1], dtype)
     keys = _block_keys(key, 0, blocks.shape[0])
     _, (released, info) = codec.run(config, prm, state, jnp.asarray(blocks, dtype), keys, jnp.asarray(eps, dtype))
@@ -307,28 +310,24 @@ class StreamAnonymizer:
         return self.planner.dropped
 
     def _process(self, frames):
-        outs, idxs = [np.zeros((0, self.d))], [np.zeros(0, np.int64)]
-        for frame_rows, release_row in frames:
-            data = np.zeros((max(frame_rows) + 1, self.d))
+        """Run the codec on all frames emitted by one call, as one scan (same keys as batch)."""
+        if not frames:
+            return np.zeros((0, self.d)), np.zeros(0, np.int64)
+        blocks, rows, eps, _ = self.frames_fr.blocks(lambda r: np.stack([self.pending[i] for i in r]), frames)
+        keys = _block_keys(self.key, self.blocks_done, blocks.shape[0])
+        self.state, (released, info) = codec.run(
+            self.config, self.prm, self.state, jnp.asarray(blocks, self.dtype), keys, jnp.asarray(eps, self.dtype)
+        )
+        self.blocks_done += blocks.shape[0]
+        self.frames_done += len(frames)
+        self.clipped += int(np.asarray(info.n_clipped).sum())
+        self.epsilon_spent.extend(float(self.config.epsilon * len(f[0]) / self.config.target_length) for f in frames)
+        for frame_rows, _ in frames:  # forget the raw records of these frames ...
             for r in frame_rows:
-                data[r] = self.pending[r]
-            blocks, rows, eps, _ = self.frames_fr.blocks(data, [(frame_rows, release_row)])
-            keys = _block_keys(self.key, self.blocks_done, blocks.shape[0])
-            self.state, (released, info) = codec.run(
-                self.config, self.prm, self.state, jnp.asarray(blocks, self.dtype), keys, jnp.asarray(eps, self.dtype)
-            )
-            self.blocks_done += blocks.shape[0]
-            self.frames_done += 1
-            self.clipped += int(np.asarray(info.n_clipped).sum())
-            self.epsilon_spent.append(float(self.config.epsilon * len(frame_rows) / self.config.target_length))
-            released = np.asarray(released)
-            mask = rows >= 0
-            outs.append(released[mask])
-            idxs.append(rows[mask])
-            for r in frame_rows:  # forget the raw records of this frame
                 self.pending.pop(r, None)
         # ... and of superseded rows, which no frame can need any more
         keep_from = min(self.planner.buffer.values(), default=self.rows_seen)
         for r in [r for r in self.pending if r < keep_from]:
             del self.pending[r]
-        return np.concatenate(outs), np.concatenate(idxs)
+        mask = rows >= 0
+        return np.asarray(released)[mask], rows[mask]
