@@ -13,6 +13,7 @@ distinct subjects (parallel composition), and the stream driver charges each fra
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import NamedTuple
 
@@ -36,13 +37,16 @@ class CodecState(NamedTuple):
 
 class BlockInfo(NamedTuple):
     """Per block: prediction mode index (into `predict.mode_names`), transform index (into
-    ``config.kinds``), retained coefficients t, ε spent, input values clamped."""
+    ``config.kinds``), retained coefficients t, ε spent, input values clamped, and the row
+    permutation applied before coding (position k holds block row perm[k]; identity unless
+    ``reorder="paper"``)."""
 
     mode: Int[Array, "*blocks"]
     kind: Int[Array, "*blocks"]
     t: Int[Array, "*blocks"]
     epsilon: Float[Array, "*blocks"]
     n_clipped: Int[Array, "*blocks"]
+    perm: Int[Array, "*blocks n"]
 
 
 class CodecParams(NamedTuple):
@@ -90,14 +94,23 @@ def _step(config: HVCConfig, prm: CodecParams, state: CodecState, block, key, ep
     ql, qe, e = config.budget_split
     k_mode, k_quant = jax.random.split(key)
     preds = predict.candidates(state.history, state.valid, prm.lo, prm.hi, config.modes)
+    n = block.shape[0]
+    xc = jnp.clip(jnp.where(jnp.isnan(block), 0.5 * (prm.lo + prm.hi), block), prm.lo, prm.hi)
+    if config.reorder == "paper":  # NOT DP (DESIGN note 3): permutations computed from the raw block
+        perms = _paper_permutations(xc, preds, config.reorder_cost, config.reorder_strategy)
+        xs = xc[perms]  # [P, n, d]: ψ_φ X for every mode
+    else:
+        perms = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32), (preds.shape[0], n))
+        xs = jnp.broadcast_to(xc, preds.shape)
     if preds.shape[0] > 1:
-        xc = jnp.clip(jnp.where(jnp.isnan(block), 0.5 * (prm.lo + prm.hi), block), prm.lo, prm.hi)
-        score = -jnp.sum((xc[None] - preds) ** 2, axis=(1, 2))  # κ = -‖X - X̂(φ)‖²_F
+        score = -jnp.sum((xs - preds) ** 2, axis=(1, 2))  # κ = -‖ψX - X̂(φ)‖²_F
         factor = (e * eps_block) / (2.0 * prm.mode_sensitivity)  # Lemma 5: ‖Λ‖²₂
         _, mode = mechanisms._categorical_2d(k_mode, (factor * score)[None, :])
     else:
         mode = jnp.zeros((), jnp.int32)
     x_hat = preds[mode]
+    perm = perms[mode]
+    block = block[perm]
     released, qinfo = quantize._quantize_block(
         k_quant, block, x_hat, prm.tables, ql * eps_block, qe * eps_block, config.theta, config.prune
     )
@@ -105,15 +118,27 @@ def _step(config: HVCConfig, prm: CodecParams, state: CodecState, block, key, ep
         released = jnp.clip(released, prm.lo, prm.hi)
     history = jnp.concatenate([released[None], state.history[:-1]], axis=0)
     state = CodecState(history, jnp.minimum(state.valid + 1, config.history).astype(jnp.int32))
-    info = BlockInfo(mode.astype(jnp.int32), qinfo.kind, qinfo.t, eps_block.astype(block.dtype), qinfo.n_clipped)
+    info = BlockInfo(
+        mode.astype(jnp.int32), qinfo.kind, qinfo.t, eps_block.astype(block.dtype), qinfo.n_clipped, perm
+    )
     return state, released, info
+
+
+def _paper_permutations(xc, preds, cost_bound: int, strategy: str):
+    """Host callback: Algorithm 2's permutation for every candidate prediction (`jaxdp.reorder`)."""
+    from jaxdp import reorder
+
+    shape = jax.ShapeDtypeStruct(preds.shape[:2], jnp.int32)
+    return jax.pure_callback(
+        lambda x, p: reorder.permutations(x, p, cost_bound, strategy), shape, xc, preds, vmap_method="sequential"
+    )
 
 
 def step(
     config: HVCConfig, prm: CodecParams, state: CodecState, block: Float[Array, "n d"], key, eps_block
 ) -> tuple[CodecState, Float[Array, "n d"], BlockInfo]:
     """One jitted codec step ``(state, block, key) → (state, released, info)`` for budget `eps_block`."""
-    return _step_jit(config, prm, state, jnp.asarray(block, prm.lo.dtype), key, jnp.asarray(eps_block, prm.lo.dtype))
+    return _step_jit(_static(config), prm, state, jnp.asarray(block, prm.lo.dtype), key, jnp.asarray(eps_block, prm.lo.dtype))
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
@@ -141,6 +166,11 @@ def _run_many_jit(config, prm, state, blocks, keys, eps):
     return jax.vmap(lambda s, k: _scan(config, prm, s, blocks, k, eps), in_axes=(None, 0))(state, keys)
 
 
+def _static(config: HVCConfig) -> HVCConfig:
+    """The part of a config the compiled loop depends on (ε, l, bounds and b enter as arrays)."""
+    return dataclasses.replace(config, epsilon=1.0, target_length=None, bounds=((0.0,), (1.0,)), frame_blocks=1)
+
+
 def run(
     config: HVCConfig,
     prm: CodecParams,
@@ -154,7 +184,8 @@ def run(
     `keys` has shape ``[B]`` (one per block) or ``[R, B]`` for R independent repetitions run as
     one vmapped program (outputs then gain a leading ``[R]`` axis).
     """
+    static = _static(config)
     if keys.ndim == 2:
-        return _run_many_jit(config, prm, state, blocks, keys, eps)
-    return _run_jit(config, prm, state, blocks, keys, eps)
+        return _run_many_jit(static, prm, state, blocks, keys, eps)
+    return _run_jit(static, prm, state, blocks, keys, eps)
 

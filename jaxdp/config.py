@@ -12,6 +12,7 @@ from jaxdp import _checks, orders, predict
 __all__ = ["HVCConfig"]
 
 _REORDERS = ("none", "paper")
+_STRATEGIES = ("lagrangian", "s1", "s2")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,8 +40,11 @@ class HVCConfig:
       order: scan order, ``"zigzag"`` or ``"diagonal"``.
       theta: score exponent θ of Algorithm 1, 0.5 or 1.0.
       accounting: ``"joint"`` (exact joint loss, DESIGN note 4) or ``"paper"`` (Theorem 1).
-      reorder: ``"none"`` (identity; the only option implemented so far).
-      reorder_cost: c_R, the footrule bound (0 with ``reorder="none"``).
+      reorder: ``"none"`` (identity, the private default) or ``"paper"`` (Algorithm 2's permutation
+        minimizing ``‖ψX − X̂(φ)‖²`` s.t. footrule ≤ c_R, computed on the host; **outside the DP
+        guarantee**, DESIGN note 3: results are flagged ``private=False``).
+      reorder_cost: c_R, the footrule bound (0 with ``reorder="none"``; ⌊n²/2⌋ = unconstrained).
+      reorder_strategy: ``"lagrangian"`` (default), ``"s1"`` or ``"s2"`` (paper Sec. 4.5.1, r = 2).
       history: π, how many past protected blocks the predictor sees.
       modes: prediction modes, a tuple from `jaxdp.predict.MODES`.
       prune: drop (t, σ) candidates whose Laplace error alone exceeds the largest possible
@@ -61,6 +65,7 @@ class HVCConfig:
     accounting: str = "joint"
     reorder: str = "none"
     reorder_cost: int = 0
+    reorder_strategy: str = "lagrangian"
     history: int = 2
     modes: tuple[str, ...] = predict.DEFAULT_MODES
     prune: bool = True
@@ -95,15 +100,13 @@ class HVCConfig:
             raise ValueError(f"theta must be 0.5 or 1.0, got {self.theta!r}.")
         _checks.option("accounting", self.accounting, _checks.ACCOUNTINGS)
         _checks.option("reorder", self.reorder, _REORDERS)
-        if self.reorder == "paper":
-            raise NotImplementedError(
-                'reorder="paper" (Algorithm 2\'s permutation, outside the DP guarantee) is not implemented yet; '
-                'use reorder="none".'
-            )
+        _checks.option("reorder_strategy", self.reorder_strategy, _STRATEGIES)
         if isinstance(self.reorder_cost, bool) or not isinstance(self.reorder_cost, (int, np.integer)):
             raise TypeError(f"reorder_cost must be an int, got {self.reorder_cost!r}.")
         if self.reorder == "none" and self.reorder_cost != 0:
             raise ValueError('reorder_cost must be 0 with reorder="none".')
+        if self.reorder_cost < 0:
+            raise ValueError(f"reorder_cost must be >= 0, got {self.reorder_cost}.")
         _checks.size("history", self.history)
         modes = tuple(self.modes) if not isinstance(self.modes, str) else (self.modes,)
         if not modes or any(m not in predict.MODES for m in modes) or len(set(modes)) != len(modes):
@@ -113,16 +116,23 @@ class HVCConfig:
             raise ValueError("split gives the mode selection (ε_E) no budget but there are several modes.")
 
     @classmethod
-    def paper(cls, block_size: int, frame_blocks: int, epsilon: float, *, bounds, **overrides) -> HVCConfig:
-        """The paper-faithful preset: θ = 1, Theorem 1 accounting, no pruning, no output clipping.
+    def paper(
+        cls, block_size: int, frame_blocks: int, epsilon: float, *, bounds, reorder_cost: int | None = None, **overrides
+    ) -> HVCConfig:
+        """The paper-faithful preset: θ = 1, Theorem 1 accounting, no pruning, no output clipping,
+        Algorithm 2's reordering with c_R = ⌊n²/2⌋/2 by default (the paper's Sec. 5.5 setting).
 
-        Reordering is ``"none"`` until Algorithm 2's reordering lands (the paper found its gains
-        small, Figs. 10 and 12).
+        Its reordering is **not DP** (DESIGN note 3); pass ``reorder="none"`` for a private variant.
         """
+        if reorder_cost is None:
+            reorder_cost = (block_size * block_size // 2) // 2
         kw = dict(
             theta=1.0, accounting="paper", prune=False, clip_output=False,
             modes=("midpoint", "column_mean", "last_record", "inter"), history=2,
+            reorder="paper", reorder_cost=reorder_cost,
         )  # fmt: skip
+        if overrides.get("reorder") == "none":
+            kw["reorder_cost"] = 0
         kw.update(overrides)
         return cls(block_size, frame_blocks, epsilon, bounds=bounds, **kw)
 

@@ -40,16 +40,19 @@ class Result:
 
     Attributes:
       records: released records, ``[N_out, d]`` (``[R, N_out, d]`` for R repetitions), in release order.
-      index: input row of each released record, ``[N_out]``.
+      index: input row of each released record, ``[N_out]`` (``[R, N_out]`` when reordering differs
+        between repetitions).
       delay: records that arrived after each released record before it was released, ``[N_out]``.
-      footrule: displacement of each record by reordering (0 with ``reorder="none"``), ``[N_out]``.
+      footrule: displacement |k − ψ(k)| of each record by reordering within its block (0 with
+        ``reorder="none"``; their sum per block is the block's footrule ≤ c_R), ``[N_out]``.
       clipped: input values clamped into the domain (or non-finite), summed over the stream.
       superseded: input rows replaced by a later update of the same subject within a buffer.
       dropped: input rows after the target length l was reached.
       epsilon_spent: ε spent per frame, ``[F]`` (its sum is ≤ config.epsilon).
       frame: frame number of each released record, ``[N_out]``.
       info: per-block `codec.BlockInfo` (mode, kind, t, epsilon, n_clipped), ``[B]`` (or ``[R, B]``).
-      private: False when the bounds were derived from the data (``bounds="data"``).
+      private: False when the bounds were derived from the data (``bounds="data"``) or the paper's
+        reordering was used (``reorder="paper"``, DESIGN note 3).
       lo, hi: the domain used.
     """
 
@@ -69,7 +72,7 @@ class Result:
 
     def sse(self, records) -> np.ndarray:
         """Sum of squared errors against the input rows each released record came from."""
-        x = np.asarray(records, np.float64)[self.index]
+        x = np.asarray(records, np.float64)[self.index]  # [N_out, d] or [R, N_out, d]
         return np.sum((np.asarray(self.records, np.float64) - x) ** 2, axis=(-2, -1))
 
 
@@ -184,14 +187,34 @@ def _plan_all(config: HVCConfig, n_rows: int, ids, limit: int):
     return frames, planner
 
 
-def _release(records_dtype, released, rows, frames, block_frame):
-    mask = rows >= 0
-    index = rows[mask]
-    out = released[..., mask, :] if released.ndim == 4 else released[mask]
-    release_row = np.array([frames[f][1] for f in block_frame], np.int64)
-    delay = (np.broadcast_to(release_row[:, None], rows.shape)[mask] - index).astype(np.int64)
-    frame = np.broadcast_to(block_frame[:, None], rows.shape)[mask]
-    return out, index, delay, frame
+def _release(released, rows, perm, frames, block_frame):
+    """Released records of real rows in release order (inside a block: the coded order ψ).
+
+    `perm` is ``[B, n]`` or ``[R, B, n]`` (repetitions); position k of block j holds block row
+    ``perm[j, k]``. Padding rows (row −1) are never released.
+    """
+    rows_b = np.broadcast_to(rows, perm.shape)
+    rows_p = np.take_along_axis(rows_b, perm, axis=-1)  # input row at each released position
+    disp = np.abs(perm - np.arange(rows.shape[-1]))
+    mask = rows_p >= 0
+    if perm.ndim == 3:  # repetitions: each block releases the same count, so stacking is safe
+        index = np.stack([rows_p[r][mask[r]] for r in range(perm.shape[0])])
+        out = np.stack([released[r][mask[r]] for r in range(perm.shape[0])])
+        footrule = np.stack([disp[r][mask[r]] for r in range(perm.shape[0])])
+        if np.all(index == index[:1]):
+            index, footrule = index[0], footrule[0]
+    else:
+        index, out, footrule = rows_p[mask], released[mask], disp[mask]
+    blk = np.broadcast_to(np.arange(rows.shape[0])[:, None], rows.shape)[rows >= 0]
+    release_row = np.array([frames[f][1] for f in block_frame], np.int64)[blk]
+    delay = release_row - index
+    return out, index, delay.astype(np.int64), footrule.astype(np.int64), block_frame[blk]
+
+
+def _stream_release(released, rows, perm):
+    rows_p = np.take_along_axis(rows, perm, axis=-1)
+    mask = rows_p >= 0
+    return released[mask], rows_p[mask]
 
 
 def anonymize(key: jax.Array, records, config: HVCConfig, *, ids=None) -> Result:
@@ -238,12 +261,12 @@ def anonymize(key: jax.Array, records, config: HVCConfig, *, ids=None) -> Result
     _, (released, info) = codec.run(config, prm, state, jnp.asarray(blocks, dtype), keys, jnp.asarray(eps, dtype))
     released = np.asarray(released)
     info = jax.tree_util.tree_map(np.asarray, info)
-    out, index, delay, frame = _release(records.dtype, released, rows, frames, block_frame)
+    out, index, delay, footrule, frame = _release(released, rows, info.perm, frames, block_frame)
     eps_frames = np.array([config.epsilon * len(f[0]) / limit for f in frames])
     return Result(
-        records=out, index=index, delay=delay, footrule=np.zeros_like(index), clipped=info.n_clipped.sum(axis=-1),
+        records=out, index=index, delay=delay, footrule=footrule, clipped=info.n_clipped.sum(axis=-1),
         superseded=planner.superseded, dropped=planner.dropped, epsilon_spent=eps_frames, frame=frame,
-        info=info, private=private, lo=lo, hi=hi,
+        info=info, private=private and config.reorder == "none", lo=lo, hi=hi,
     )  # fmt: skip
 
 
@@ -329,5 +352,4 @@ class StreamAnonymizer:
         keep_from = min(self.planner.buffer.values(), default=self.rows_seen)
         for r in [r for r in self.pending if r < keep_from]:
             del self.pending[r]
-        mask = rows >= 0
-        return np.asarray(released)[mask], rows[mask]
+        return _stream_release(np.asarray(released), rows, np.asarray(info.perm))

@@ -1,3 +1,5 @@
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -187,7 +189,8 @@ def test_pln_noise_has_the_stated_scale(key):
         (dict(split=(0.5, 0.6, -0.1)), ValueError),
         (dict(theta=2.0), ValueError),
         (dict(modes=("dc", "wavelet")), ValueError),
-        (dict(reorder="paper"), NotImplementedError),
+        (dict(reorder="paper", reorder_cost=-1), ValueError),
+        (dict(reorder="paper", reorder_strategy="s3"), ValueError),
         (dict(reorder="none", reorder_cost=3), ValueError),
         (dict(accounting="rdp"), ValueError),
         (dict(target_length=0), ValueError),
@@ -214,3 +217,43 @@ def test_bad_calls_are_rejected(key):
         jaxdp.StreamAnonymizer(cfg, key)
     with pytest.raises(TypeError, match="positional"):
         jaxdp.HVCConfig(4, 2, 1.0, None, np.ones(3))  # everything after epsilon is keyword-only
+
+
+@pytest.mark.parametrize("cost, strategy", [(0, "lagrangian"), (3, "lagrangian"), (6, "s1"), (5, "s2"), (32, "lagrangian")])
+def test_reorder_respects_the_footrule_and_beats_identity(cost, strategy):
+    from jaxdp import reorder
+
+    rng = np.random.default_rng(cost)
+    for _ in range(20):
+        x, x_hat = rng.normal(size=(8, 3)), rng.normal(size=(8, 3))
+        perm = reorder.best_permutation(x, x_hat, cost, strategy=strategy)
+        assert sorted(perm.tolist()) == list(range(8))
+        assert reorder.footrule(perm) <= cost
+        assert np.sum((x[perm] - x_hat) ** 2) <= np.sum((x - x_hat) ** 2) + 1e-12
+    # unconstrained case: the optimal assignment, checked by brute force on a small block
+    import itertools
+
+    x, x_hat = rng.normal(size=(5, 2)), rng.normal(size=(5, 2))
+    best = min(np.sum((x[list(p)] - x_hat) ** 2) for p in itertools.permutations(range(5)))
+    perm = reorder.best_permutation(x, x_hat, reorder.max_footrule(5))
+    assert np.sum((x[perm] - x_hat) ** 2) == pytest.approx(best)
+
+
+def test_paper_reordering_is_flagged_non_private_and_bounded(key):
+    records = CENSUS[:120]
+    cfg = jaxdp.HVCConfig.paper(8, 3, 3.0, bounds=BOUNDS)
+    assert cfg.reorder == "paper" and cfg.reorder_cost == 16  # ⌊n²/2⌋/2
+    res = jaxdp.anonymize(key, records, cfg)
+    assert res.private is False
+    assert sorted(res.index.tolist()) == list(range(120))
+    per_block = res.footrule.reshape(-1, 8).sum(axis=1)
+    assert np.all(per_block <= 16) and res.footrule.sum() > 0
+    assert np.all(res.delay >= 0) and np.all(res.delay < cfg.frame_size)
+    sa = jaxdp.StreamAnonymizer(dataclasses.replace(cfg, target_length=120), key)
+    o1, i1 = sa.push(records)
+    o2, i2 = sa.flush()
+    batch = jaxdp.anonymize(key, records, dataclasses.replace(cfg, target_length=120))
+    np.testing.assert_array_equal(np.concatenate([i1, i2]), batch.index)
+    np.testing.assert_array_equal(np.concatenate([o1, o2]).astype(batch.records.dtype), batch.records)
+    private = jaxdp.HVCConfig.paper(8, 3, 3.0, bounds=BOUNDS, reorder="none")
+    assert private.reorder_cost == 0 and jaxdp.anonymize(key, records, private).private is True
