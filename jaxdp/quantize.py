@@ -268,7 +268,7 @@ def _quantize_block(key, x, x_hat, tab, eps_laplace, eps_select, theta, prune=Fa
     c_tilde = jnp.where(keep, c[s] + noise, jnp.zeros_like(noise))
     # Line 14: inverse transform of the selected kind.
     e_tilde = _inverse(c_tilde, s, tab, n, d)
-    eps = (eps_laplace + eps_select).astype(x.dtype)
+    eps = jnp.asarray(eps_laplace + eps_select, x.dtype)
     return x_hat + e_tilde, QuantizeInfo(t.astype(jnp.int32), s.astype(jnp.int32), eps, n_bad)
 
 

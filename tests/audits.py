@@ -1,0 +1,146 @@
+"""Mechanisms under audit and their deliberately broken mutants (shared by tests and benchmarks).
+
+Each entry: name -> (claimed ε, mechanism, mutant, x, x', audit kwargs). The mutant breaks one
+privacy-relevant detail; the auditor must catch it (lower bound > claimed ε).
+"""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxdp
+from jaxdp import mechanisms, predict, quantize
+
+
+def laplace_case():
+    eps = 1.0
+
+    def mech(key, x):
+        return jnp.sum(x) + mechanisms.laplace(key, 1.0 / eps, ())  # Δ = 1 for x ∈ [0, 1]
+
+    def mutant(key, x):  # half the noise scale
+        return jnp.sum(x) + mechanisms.laplace(key, 0.5 / eps, ())
+
+    return eps, mech, mutant, jnp.asarray([0.0]), jnp.asarray([1.0]), {}
+
+
+def exponential_case():
+    eps, k = 2.0, 20
+    u = jnp.zeros(k).at[0].set(1.0)  # neighbours: every score moves by at most Δ = 1
+    u_prime = jnp.ones(k).at[0].set(0.0)
+
+    def mech(key, scores):
+        return mechanisms.exponential(key, scores, epsilon=eps, sensitivity=1.0)
+
+    def mutant(key, scores):  # forgot the factor 2: ε/Δ instead of ε/(2Δ)
+        return mechanisms.exponential(key, scores, epsilon=2 * eps, sensitivity=1.0)
+
+    return eps, mech, mutant, u, u_prime, dict(discrete=True)
+
+
+def algorithm1_case(accounting="paper"):
+    """Algorithm 1 on a 1×1 block (its worst case: one coefficient carries the whole record)."""
+    eps_l, eps_s = 1.0, 0.5
+    tab = quantize._device_tables(quantize.tables(1, np.ones(1), kinds=("dct",), accounting=accounting), np.dtype("float32"))
+    x_hat = jnp.full((1, 1), 0.5)
+
+    def mech(key, x):
+        out, _ = quantize._quantize_block(key, x, x_hat, tab, eps_l, eps_s, 1.0)
+        return out[0, 0]
+
+    def mutant(key, x):  # Laplace noise at a quarter of the scale (budget miscounted 4x)
+        out, _ = quantize._quantize_block(key, x, x_hat, tab, 4 * eps_l, eps_s, 1.0)
+        return out[0, 0]
+
+    return eps_l + eps_s, mech, mutant, jnp.zeros((1, 1)), jnp.ones((1, 1)), {}
+
+
+def joint_case():
+    """accounting="joint" on a 2×2 DCT block; statistic = the Laplace log-likelihood ratio of x vs x'."""
+    eps_l, eps_s = 1.0, 0.05
+    n = d = 2
+    tab_np = quantize.tables(n, np.ones(d), kinds=("dct",), accounting="joint")
+    tab = quantize._device_tables(tab_np, np.dtype("float32"))
+    x_hat = jnp.full((n, d), 0.5)
+    x = jnp.asarray([[0.0, 1.0], [0.5, 0.5]])
+    x_prime = jnp.asarray([[1.0, 0.0], [0.5, 0.5]])
+    order = tab_np.order
+    _, scales = quantize.allocation("dct", n, np.ones(d), n * d, eps_laplace=eps_l, accounting="joint")
+    a = jnp.asarray(np.kron(jaxdp.transforms.matrix("dct", n), jaxdp.transforms.matrix("dct", d))[order], jnp.float32)
+    c0, c1 = a @ (x - x_hat).reshape(-1), a @ (x_prime - x_hat).reshape(-1)
+    b = jnp.asarray(scales, jnp.float32)
+
+    def llr(out):
+        c = a @ (out - x_hat).reshape(-1)
+        return jnp.sum((jnp.abs(c - c1) - jnp.abs(c - c0)) / b)
+
+    def mech(key, blk):
+        return llr(quantize._quantize_block(key, blk, x_hat, tab, eps_l, eps_s, 0.5)[0])
+
+    def mutant(key, blk):  # exact-loss scaling without the Theorem 1 fallback: twice too little noise
+        return llr(quantize._quantize_block(key, blk, x_hat, tab, 2 * eps_l, eps_s, 0.5)[0])
+
+    return eps_l + eps_s, mech, mutant, x, x_prime, {}
+
+
+def mode_choice_case():
+    """Algorithm 2's mode choice: score -‖x - x̂(φ)‖², sensitivity ‖Λ‖² (Lemma 5), clipped predictions."""
+    eps = 1.0
+    lo, hi = jnp.zeros(1), jnp.ones(1)
+    raw = jnp.stack([jnp.full((1, 1), -4.0), jnp.full((1, 1), 5.0)])  # predictions outside the domain [0, 1]
+
+    def choose(key, x, preds):
+        score = -jnp.sum((x[None] - preds) ** 2, axis=(1, 2))
+        _, m = mechanisms._categorical_2d(key, (eps / (2.0 * 1.0)) * score[None, :])
+        return m
+
+    def mech(key, x):
+        return choose(key, x, jnp.clip(raw, lo, hi))  # what jaxdp does (predict.candidates clips)
+
+    def mutant(key, x):  # unclipped prediction: Lemma 5 no longer holds
+        return choose(key, x, raw)
+
+    return eps, mech, mutant, jnp.zeros((1, 1)), jnp.ones((1, 1)), dict(discrete=True)
+
+
+def pln_case():
+    eps = 1.0
+    cfg = jaxdp.HVCConfig(1, 1, eps, bounds=np.ones(1), target_length=1)
+
+    def mech(keys, x):
+        return jnp.asarray(jaxdp.pln(keys, np.asarray(x), cfg).records[:, 0, 0])
+
+    cfg_bad = dataclasses.replace(cfg, epsilon=2 * eps)
+
+    def mutant(keys, x):  # the frame budget charged twice too low
+        return jnp.asarray(jaxdp.pln(keys, np.asarray(x), cfg_bad).records[:, 0, 0])
+
+    return eps, mech, mutant, np.zeros((1, 1)), np.ones((1, 1)), dict(batched=True)
+
+
+def codec_block_case():
+    """One full codec block through the public API (mode choice + Algorithm 1), 1 record x 1 attribute."""
+    eps = 2.0
+    cfg = jaxdp.HVCConfig(1, 1, eps, bounds=np.ones(1), target_length=1, clip_output=False, prune=False)
+
+    def run(c):
+        return lambda keys, x: jnp.asarray(jaxdp.anonymize(keys, np.asarray(x), c).records[:, 0, 0])
+
+    # mutant: the frame budget miscounted 4x (as if ε_j were charged for a quarter of the records)
+    return eps, run(cfg), run(dataclasses.replace(cfg, epsilon=4 * eps)), np.zeros((1, 1)), np.ones((1, 1)), dict(
+        batched=True
+    )
+
+
+CASES = {
+    "laplace": laplace_case,
+    "exponential": exponential_case,
+    "algorithm1 (paper)": algorithm1_case,
+    "algorithm1 (joint)": lambda: algorithm1_case("joint"),
+    "joint accounting 2x2": joint_case,
+    "mode choice": mode_choice_case,
+    "pln": pln_case,
+    "codec block": codec_block_case,
+}
