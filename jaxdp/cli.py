@@ -204,6 +204,8 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
         kw["prune"] = False
     if args.no_clip:
         kw["clip_output"] = False
+    if args.noise:
+        kw["noise"] = args.noise
     try:
         if args.paper:
             kw.pop("history")
@@ -324,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--no-prune", action="store_true", help="keep hopeless (t, σ) candidates")
     a.add_argument("--no-clip", action="store_true", help="do not clip released records to the domain")
     a.add_argument("--paper", action="store_true", help="paper-faithful preset (θ=1, Theorem 1, no pruning)")
+    a.add_argument("--noise", default=None, choices=["float32", "float64", "grid"],
+                   help="noise sampler: float32 (default), float64, or grid (float-safe discrete Laplace)")
     a.add_argument("--ids-column", default=None, help="column holding subject ids (updates keep the latest tuple)")
     a.add_argument("--report", default=None, help="write a JSON report here")
     a.add_argument("--seed", type=int, default=0, help="PRNG seed (default 0)")

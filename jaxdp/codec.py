@@ -112,7 +112,8 @@ def _step(config: HVCConfig, prm: CodecParams, state: CodecState, block, key, ep
     perm = perms[mode]
     block = block[perm]
     released, qinfo = quantize._quantize_block(
-        k_quant, block, x_hat, prm.tables, ql * eps_block, qe * eps_block, config.theta, config.prune
+        k_quant, block, x_hat, prm.tables, ql * eps_block, qe * eps_block, config.theta, config.prune,
+        "grid" if config.noise == "grid" else "float",
     )
     if config.clip_output:
         released = jnp.clip(released, prm.lo, prm.hi)

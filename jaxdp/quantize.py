@@ -251,7 +251,7 @@ def _probabilities_block(x, x_hat, tab, eps_laplace, eps_select, theta):
     return jax.nn.softmax((eps_select / (2.0 * sens)) * score.reshape(-1)).reshape(score.shape)
 
 
-def _quantize_block(key, x, x_hat, tab, eps_laplace, eps_select, theta, prune=False):
+def _quantize_block(key, x, x_hat, tab, eps_laplace, eps_select, theta, prune=False, noise="float"):
     n, d = x.shape
     nd = n * d
     x_hat, c, lap, tail, n_bad = _block_terms(x, x_hat, tab, eps_laplace)
@@ -263,9 +263,18 @@ def _quantize_block(key, x, x_hat, tab, eps_laplace, eps_select, theta, prune=Fa
     # The factor (1 + 8·eps_machine) absorbs rounding of the scales, so the loss never exceeds ε.
     margin = 1.0 + 8.0 * jnp.finfo(x.dtype).eps
     scale = tab.cbrt_gs[s] * (tab.prefix[s, t] * tab.rho[s, t] * margin / eps_laplace)
-    noise = scale * jax.random.laplace(k_noise, (nd,), x.dtype)
     keep = jnp.arange(nd) < t
-    c_tilde = jnp.where(keep, c[s] + noise, jnp.zeros_like(noise))
+    if noise == "grid":
+        # Float-safe: snap to γ_k = 2^⌊log2(GS_k/256)⌋ and add discrete Laplace. Snapping adds ≤ γ_k ≤ GS_k/256
+        # to each coefficient's sensitivity, i.e. at most ε_QL/(256 ρ_t) to the loss; the scales are
+        # inflated by (1 + 1/(256 ρ_t)) so that the total stays ≤ ε_QL.
+        gs = tab.cbrt_gs[s] ** 3
+        gamma = mechanisms.grid_spacing(gs)
+        inflate = 1.0 + 1.0 / (256.0 * jnp.maximum(tab.rho[s, t], 1e-6))
+        noisy = mechanisms._grid_laplace(k_noise, c[s], scale * inflate, gamma)
+    else:
+        noisy = c[s] + scale * jax.random.laplace(k_noise, (nd,), x.dtype)
+    c_tilde = jnp.where(keep, noisy, jnp.zeros_like(noisy))
     # Line 14: inverse transform of the selected kind.
     e_tilde = _inverse(c_tilde, s, tab, n, d)
     eps = jnp.asarray(eps_laplace + eps_select, x.dtype)

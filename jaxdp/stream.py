@@ -251,7 +251,27 @@ def anonymize(key: jax.Array, records, config: HVCConfig, *, ids=None) -> Result
         raise ValueError(f"bounds describe {lo.shape[0]} attributes but records have d = {records.shape[1]}.")
     limit = config.target_length or records.shape[0]
     frames, planner = _plan_all(config, records.shape[0], ids, limit)
-    dtype = jnp.zeros(()).dtype if np.issubdtype(records.dtype, np.integer) else jnp.asarray(records[:0]).dtype
+    with _precision(config):
+        return _anonymize_planned(key, records, config, ids, lo, hi, private, limit, frames, planner)
+
+
+def _precision(config: HVCConfig):
+    """`noise="float64"` runs the whole codec with 64-bit floats (JAX's x64 mode, scoped)."""
+    import contextlib
+
+    return jax.enable_x64(True) if config.noise == "float64" else contextlib.nullcontext()
+
+
+def _compute_dtype(config: HVCConfig, records: np.ndarray):
+    if config.noise == "float64":
+        return np.dtype(np.float64)
+    if np.issubdtype(records.dtype, np.integer):
+        return np.dtype(jnp.zeros(()).dtype)
+    return np.dtype(jnp.asarray(records[:0]).dtype)
+
+
+def _anonymize_planned(key, records, config, ids, lo, hi, private, limit, frames, planner):
+    dtype = _compute_dtype(config, records)
     prm = codec.params(config, lo, hi, dtype)
     fr = _Frames(config, lo, hi, limit, dtype)
     data64 = records.astype(np.float64)
@@ -294,9 +314,10 @@ class StreamAnonymizer:
         self.config, self.key = config, key
         self.lo, self.hi, _ = codec.resolve_bounds(config)
         self.d = self.lo.shape[0]
-        self.dtype = jnp.zeros(()).dtype
-        self.prm = codec.params(config, self.lo, self.hi, self.dtype)
-        self.state = codec.init(config, self.d, self.dtype)
+        with _precision(config):
+            self.dtype = _compute_dtype(config, np.zeros((0, self.d), np.float32))
+            self.prm = codec.params(config, self.lo, self.hi, self.dtype)
+            self.state = codec.init(config, self.d, self.dtype)
         self.planner = _Planner(config.frame_size, config.target_length)
         self.frames_fr = _Frames(config, self.lo, self.hi, config.target_length, self.dtype)
         self.pending: dict[int, np.ndarray] = {}  # input row -> record, for buffered rows only
@@ -337,10 +358,12 @@ class StreamAnonymizer:
         if not frames:
             return np.zeros((0, self.d)), np.zeros(0, np.int64)
         blocks, rows, eps, _ = self.frames_fr.blocks(lambda r: np.stack([self.pending[i] for i in r]), frames)
-        keys = _block_keys(self.key, self.blocks_done, blocks.shape[0])
-        self.state, (released, info) = codec.run(
-            self.config, self.prm, self.state, jnp.asarray(blocks, self.dtype), keys, jnp.asarray(eps, self.dtype)
-        )
+        with _precision(self.config):
+            keys = _block_keys(self.key, self.blocks_done, blocks.shape[0])
+            self.state, (released, info) = codec.run(
+                self.config, self.prm, self.state, jnp.asarray(blocks, self.dtype), keys, jnp.asarray(eps, self.dtype)
+            )
+            released, info = np.asarray(released), jax.tree_util.tree_map(np.asarray, info)
         self.blocks_done += blocks.shape[0]
         self.frames_done += len(frames)
         self.clipped += int(np.asarray(info.n_clipped).sum())

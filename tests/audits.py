@@ -26,6 +26,20 @@ def laplace_case():
     return eps, mech, mutant, jnp.asarray([0.0]), jnp.asarray([1.0]), {}
 
 
+def grid_laplace_case():
+    """The float-safe sampler with the codec's calibration: γ = grid_spacing(Δ), scale (Δ + γ)/ε."""
+    eps, delta = 1.0, 1.0
+    gamma = float(mechanisms.grid_spacing(jnp.asarray(delta)))
+
+    def mech(key, x):
+        return mechanisms._grid_laplace(key, jnp.sum(x), jnp.asarray((delta + gamma) / eps), jnp.asarray(gamma))
+
+    def mutant(key, x):  # half the scale
+        return mechanisms._grid_laplace(key, jnp.sum(x), jnp.asarray(0.5 * (delta + gamma) / eps), jnp.asarray(gamma))
+
+    return eps, mech, mutant, jnp.asarray([0.0]), jnp.asarray([1.0]), {}
+
+
 def exponential_case():
     eps, k = 2.0, 20
     u = jnp.zeros(k).at[0].set(1.0)  # neighbours: every score moves by at most Δ = 1
@@ -136,6 +150,7 @@ def codec_block_case():
 
 CASES = {
     "laplace": laplace_case,
+    "grid laplace (float-safe)": grid_laplace_case,
     "exponential": exponential_case,
     "algorithm1 (paper)": algorithm1_case,
     "algorithm1 (joint)": lambda: algorithm1_case("joint"),

@@ -1,0 +1,74 @@
+"""Float-safe noise (DESIGN note 5): grid Laplace support, distribution, and the float32 porous-support signal."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.stats
+
+import jaxdp
+from jaxdp import datasets, mechanisms
+
+ALPHA = 1e-4
+
+
+def test_grid_outputs_are_exact_multiples_of_the_spacing(key):
+    gamma = 2.0**-6
+    x = jnp.asarray([0.0, 0.1234567, -3.3, 1e3 + 0.3])
+    out = np.asarray(mechanisms.grid_laplace(key, jnp.broadcast_to(x, (10_000, 4)), scale=1.0, spacing=gamma))
+    np.testing.assert_array_equal(out / gamma, np.round(out / gamma))
+
+
+def test_grid_noise_is_discrete_laplace_with_the_scale(key, x64):
+    b, gamma = 2.0, 2.0**-4
+    z = np.asarray(mechanisms.grid_laplace(key, jnp.zeros(200_000), scale=b, spacing=gamma)) / gamma
+    q = np.exp(-gamma / b)
+    ks = np.arange(-400, 401)
+    pmf = (1 - q) / (1 + q) * q ** np.abs(ks)  # discrete Laplace
+    counts = np.array([(z == k).sum() for k in ks], float)
+    keep = pmf * z.size > 20
+    obs = np.append(counts[keep], z.size - counts[keep].sum())
+    exp = np.append(pmf[keep] * z.size, z.size * (1 - pmf[keep].sum()))
+    assert scipy.stats.chisquare(obs, exp).pvalue > ALPHA
+    wrong = (1 - q**1.2) / (1 + q**1.2) * q ** (1.2 * np.abs(ks))  # 20 % smaller scale is rejected
+    exp_w = np.append(wrong[keep] * z.size, z.size * (1 - wrong[keep].sum()))
+    assert scipy.stats.chisquare(obs, exp_w).pvalue < ALPHA
+
+
+def test_float32_textbook_sampler_has_porous_support_and_grid_does_not(key):
+    """Mironov's signal: with float32 arithmetic, x + Lap lands on different float values for
+    neighbouring x, so an output value can be possible under one input and impossible under the other.
+    The grid sampler's outputs for both inputs are the same grid points."""
+    n = 2_000_000
+    k1, k2, k3, k4 = jax.random.split(key, 4)
+    lo_w, hi_w = 0.40, 0.45  # a window both inputs reach often
+
+    def window(v):
+        v = np.asarray(v)
+        return set(v[(v > lo_w) & (v < hi_w)].tolist())
+
+    f0 = window(0.0 + mechanisms.laplace(k1, jnp.float32(1.0), (n,)))
+    f1 = window(jnp.float32(1 / 3) + mechanisms.laplace(k2, jnp.float32(1.0), (n,)))
+    gamma = float(mechanisms.grid_spacing(jnp.float32(1.0)))  # 2^-8
+    g0 = window(mechanisms.grid_laplace(k3, jnp.zeros(n), scale=1.0, spacing=gamma))
+    g1 = window(mechanisms.grid_laplace(k4, jnp.full(n, 1 / 3, jnp.float32), scale=1.0, spacing=gamma))
+    assert len(f0) > 1000 and len(f1) > 1000
+    assert len(f0 & f1) / len(f1) < 0.05  # textbook: the observed output sets barely overlap
+    points = {k * gamma for k in range(int(np.ceil(lo_w / gamma)), int(np.floor(hi_w / gamma)) + 1)}
+    assert g0 == g1 == points  # grid: both inputs hit exactly the grid points of the window
+
+
+def test_codec_noise_options_run_and_keep_their_promises(key):
+    records = datasets.load_census()[:96]
+    bounds = (np.zeros(13), datasets.bounds_from_data(datasets.load_census()))
+    base = jaxdp.HVCConfig(8, 4, 30.0, bounds=bounds, target_length=96)
+    r32 = jaxdp.anonymize(key, records, base)
+    r64 = jaxdp.anonymize(key, records, dataclasses.replace(base, noise="float64"))
+    rg = jaxdp.anonymize(key, records, dataclasses.replace(base, noise="grid"))
+    assert r32.records.dtype == np.float32 and r64.records.dtype == np.float64
+    assert rg.records.shape == r32.records.shape and np.all(np.isfinite(rg.records))
+    sa = jaxdp.StreamAnonymizer(dataclasses.replace(base, noise="float64"), key)
+    o, _ = sa.push(records)
+    o2, _ = sa.flush()
+    np.testing.assert_array_equal(np.concatenate([o, o2]), r64.records)
