@@ -185,6 +185,16 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
         columns, data, ids = read_csv(args.input, args.ids_column)
         source = f"{args.input} ({data.shape[0]} x {data.shape[1]})"
     bounds, how, private = _bounds_option(args.bounds, data, bundled)
+    if args.strict_bounds:
+        lo_b, hi_b = (np.asarray(b, np.float64) for b in bounds)
+        bad = np.argwhere((data < lo_b) | (data > hi_b))
+        if bad.size:
+            r, c = bad[0]
+            raise InputError(
+                f"--strict-bounds: {bad.shape[0]} values are outside the domain; first at record {r + 1} "
+                f"(line {r + 2}), column {columns[c]!r}: {data[r, c]:g} not in [{lo_b[c]:g}, {hi_b[c]:g}]. "
+                "Widen --bounds or drop --strict-bounds to clip and count them."
+            )
     n = args.block
     delay = args.delay if args.delay is not None else 12 * n
     if delay % n or delay < n:
@@ -332,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--report", default=None, help="write a JSON report here")
     a.add_argument("--seed", type=int, default=0, help="PRNG seed (default 0)")
     a.add_argument("--quiet", action="store_true", help="no progress bar")
+    a.add_argument("--strict-bounds", action="store_true", help="refuse values outside the bounds instead of clipping")
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo(args)

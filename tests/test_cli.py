@@ -75,6 +75,10 @@ def test_anonymize_user_csv_with_ids_and_public_bounds(tmp_path, capsys):
         ("a,b\n1,2\n", ["--bounds", "1,1", "--delay", "12", "--block", "8"], "multiple"),
         ("a,b\n", ["--bounds", "1,1"], "no records"),
         ("a,b\n1,2\n", ["--bounds", "1,1", "--split", "1,0,0"], "split"),
+        ("a,b\n1,2\n3\n", ["--bounds", "5,5"], "1 values"),
+        ("a,b\n1,2\n0.5,7\n", ["--bounds", "5,5", "--strict-bounds"], "column 'b'"),
+        ("a,b\n1,2\n", ["--bounds", "1:1,0:2"], "positive widths"),
+        ("a,b\n1,2\n", ["--bounds", "5,5", "--epsilon", "0"], "epsilon"),
     ],
 )
 def test_anonymize_bad_input_exits_2_with_a_message(tmp_path, capsys, content, extra, message):

@@ -257,3 +257,28 @@ def test_paper_reordering_is_flagged_non_private_and_bounded(key):
     np.testing.assert_array_equal(np.concatenate([o1, o2]).astype(batch.records.dtype), batch.records)
     private = jaxdp.HVCConfig.paper(8, 3, 3.0, bounds=BOUNDS, reorder="none")
     assert private.reorder_cost == 0 and jaxdp.anonymize(key, records, private).private is True
+
+
+def test_block_larger_than_the_stream_and_single_record(key):
+    cfg = jaxdp.HVCConfig(64, 2, 1.0, bounds=np.ones(2))
+    for n_rows in (1, 10):
+        res = jaxdp.anonymize(key, np.full((n_rows, 2), 0.25), cfg)
+        assert res.records.shape == (n_rows, 2) and sorted(res.index.tolist()) == list(range(n_rows))
+
+
+def test_noise_is_independent_across_blocks_and_repetitions(key):
+    """No key reuse: the released noise of different blocks and of different repetitions is uncorrelated."""
+    records = np.full((64 * 8, 3), 0.5)
+    cfg = jaxdp.HVCConfig(8, 1, 64 * 8 * 50.0, bounds=np.ones(3), modes=("midpoint",), prune=False, clip_output=False)
+    res = jaxdp.anonymize(jax.random.split(key, 2), records, cfg)  # ε_j = 50 per block: t > 0 most of the time
+    noise = res.records - 0.5  # [2, N, 3]
+    blocks = noise.reshape(2, 64, -1)
+    noisy = (blocks.std(axis=-1) > 0).all(axis=0)  # blocks where both runs released noise (t > 0)
+    assert noisy.sum() >= 20
+    b0, b1 = blocks[0][noisy], blocks[1][noisy]
+    c_blocks = np.corrcoef(b0)  # correlations between blocks of one run
+    off = c_blocks[~np.eye(len(b0), dtype=bool)]
+    assert np.abs(off).max() < 0.9  # identical keys would give identical noise (correlation 1)
+    c_reps = [np.corrcoef(b0[j], b1[j])[0, 1] for j in range(len(b0))]
+    assert np.abs(c_reps).max() < 0.9
+    assert not np.any([np.allclose(b0[i], b0[j]) for i in range(len(b0)) for j in range(i)])
