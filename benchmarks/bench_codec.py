@@ -71,6 +71,22 @@ def utility(reps: int, quick: bool, reorder_reps: int):
     return rows
 
 
+def noise_cost(reps: int):
+    """Utility cost of the float-safe samplers: mean SSE / midpoint for noise float32, float64, grid."""
+    data = datasets.load_census()
+    bounds = (np.zeros(13), datasets.bounds_from_data(data))
+    keys = jax.random.split(jax.random.key(5), reps)
+    rows = []
+    for eps, n, delay in ((3.0, 48, 432), (3.0, 16, 432), (2.0, 48, 216), (30.0, 8, 96)):
+        mid = jaxdp.midpoint(data, jaxdp.HVCConfig(n, delay // n, eps, bounds=bounds)).sse(data)
+        row = [eps, n, delay]
+        for noise in ("float32", "float64", "grid"):
+            cfg = jaxdp.HVCConfig(n, delay // n, eps, bounds=bounds, noise=noise)
+            row.append(jaxdp.anonymize(keys, data, cfg).sse(data).mean() / mid)
+        rows.append(row)
+    return rows
+
+
 def _time(fn, repeats=3):
     fn()  # compile
     times = []
@@ -124,6 +140,10 @@ def main():
         for r in rows:
             cells = " | ".join(f"{r[k] / r['midpoint']:.3g}" for k in names)
             print(f"| {r['eps']:g} | {r['n']} | {r['delay']} ({r['m']}) | {r['midpoint']:.3e} | {cells} |")
+    print("\n| ε | n | δ | float32 | float64 | grid (float-safe) |  (mean SSE / midpoint SSE)")
+    print("|---|---|---|---|---|---|")
+    for eps, n, delay, a, b, c in noise_cost(args.reps):
+        print(f"| {eps:g} | {n} | {delay} | {a:.4f} | {b:.4f} | {c:.4f} |", flush=True)
     out, big = speed(args.reps, args.big)
     print("\n| n | records | one stream s | records/s | reps | reps total s | records/s (all reps) |")
     print("|---|---|---|---|---|---|---|")
