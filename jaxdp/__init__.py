@@ -16,7 +16,7 @@ Modules:
 from jaxdp import baselines, codec, datasets, mechanisms, orders, predict, quantize, sensitivity, stream, transforms
 from jaxdp.baselines import midpoint, pln
 from jaxdp.config import HVCConfig
-from jaxdp.stream import Result, StreamAnonymizer, anonymize
+from jaxdp.stream import Result, StreamAnonymizer, anonymize, anonymize_many
 from jaxdp.mechanisms import exponential, laplace
 from jaxdp.quantize import QuantizeInfo, mse_table
 from jaxdp.quantize import quantize as quantize_block
@@ -28,6 +28,7 @@ __all__ = [
     "Result",
     "StreamAnonymizer",
     "anonymize",
+    "anonymize_many",
     "pln",
     "midpoint",
     "baselines",

@@ -167,6 +167,21 @@ def _run_many_jit(config, prm, state, blocks, keys, eps):
     return jax.vmap(lambda s, k: _scan(config, prm, s, blocks, k, eps), in_axes=(None, 0))(state, keys)
 
 
+@functools.partial(jax.jit, static_argnums=(0,))
+def _run_streams_jit(config, prm, state, blocks, keys, eps):
+    # blocks: [S, B, n, d], keys: [S, B]; independent streams (one vmapped program).
+    return jax.vmap(lambda b, k: _scan(config, prm, state, b, k, eps))(blocks, keys)
+
+
+def run_streams(config: HVCConfig, prm: CodecParams, state: CodecState, blocks, keys, eps):
+    """The closed loop over S independent streams at once: ``blocks [S, B, n, d]``, ``keys [S, B]``.
+
+    Inputs may be sharded over the stream axis (`jax.sharding`); the computation then runs on all
+    devices of the mesh, each on its share of the streams.
+    """
+    return _run_streams_jit(_static(config), prm, state, blocks, keys, eps)
+
+
 def _static(config: HVCConfig) -> HVCConfig:
     """The part of a config the compiled loop depends on (ε, l, bounds and b enter as arrays)."""
     return dataclasses.replace(config, epsilon=1.0, target_length=None, bounds=((0.0,), (1.0,)), frame_blocks=1)

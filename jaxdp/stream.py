@@ -31,7 +31,7 @@ import numpy as np
 from jaxdp import codec
 from jaxdp.config import HVCConfig
 
-__all__ = ["Result", "anonymize", "StreamAnonymizer"]
+__all__ = ["Result", "anonymize", "anonymize_many", "StreamAnonymizer"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -287,6 +287,82 @@ def _anonymize_planned(key, records, config, ids, lo, hi, private, limit, frames
         records=out, index=index, delay=delay, footrule=footrule, clipped=info.n_clipped.sum(axis=-1),
         superseded=planner.superseded, dropped=planner.dropped, epsilon_spent=eps_frames, frame=frame,
         info=info, private=private and config.reorder == "none", lo=lo, hi=hi,
+    )  # fmt: skip
+
+
+def anonymize_many(keys: jax.Array, streams, config: HVCConfig, *, shard: bool = True) -> Result:
+    """Anonymize S independent streams of equal length as one program, sharded across devices.
+
+    Each stream s is processed exactly as ``anonymize(keys[s], streams[s], config)`` would (same block
+    keys, same frames), but all streams run in one vmapped `lax.scan`. With ``shard=True`` the
+    stream axis is split over every visible device with a `jax.sharding.Mesh` (streams are padded
+    to a multiple of the device count; the padding is dropped). On several hosts, start JAX's own
+    runtime with `jax.distributed.initialize()` first; `jax.devices()` then spans all hosts.
+
+    Privacy:
+      As `anonymize`, per stream. Streams must hold different people, or their budgets add up.
+
+    Args:
+      keys: typed keys, shape ``[S]`` (one per stream; e.g. `jax.random.split`).
+      streams: ``[S, N, d]`` records (no subject ids: every record is its own subject).
+      config: an `HVCConfig` with public bounds (``bounds="data"`` is refused: it would read all streams).
+      shard: shard the stream axis across `jax.devices()`.
+
+    Returns:
+      A `Result` whose ``records`` has shape ``[S, N_out, d]`` (index, delay, frames shared).
+    """
+    from jaxdp import _checks
+
+    _checks.key(keys)
+    streams = np.asarray(streams)
+    if streams.ndim != 3 or streams.shape[1] == 0:
+        raise ValueError(f"streams must have shape [S, N, d] with N >= 1, got {streams.shape}.")
+    if keys.shape != streams.shape[:1]:
+        raise ValueError(f"keys must have shape [S] = {streams.shape[:1]}, got {keys.shape}.")
+    if config.bounds == "data":
+        raise ValueError('anonymize_many needs public bounds; bounds="data" would read every stream.')
+    if config.reorder == "paper":
+        raise ValueError('anonymize_many does not support reorder="paper" (a host callback per block).')
+    _check_records(streams[0])
+    lo, hi, private = codec.resolve_bounds(config)
+    if lo.shape[0] != streams.shape[2]:
+        raise ValueError(f"bounds describe {lo.shape[0]} attributes but streams have d = {streams.shape[2]}.")
+    n_streams, n_rows, d = streams.shape
+    limit = config.target_length or n_rows
+    frames, planner = _plan_all(config, n_rows, None, limit)
+    with _precision(config):
+        dtype = _compute_dtype(config, streams[0])
+        prm = codec.params(config, lo, hi, dtype)
+        fr = _Frames(config, lo, hi, limit, dtype)
+        data64 = streams.astype(np.float64)
+        per = [fr.blocks(lambda r, s=s: data64[s][np.asarray(r, np.int64)], frames) for s in range(n_streams)]
+        blocks = np.stack([p[0] for p in per])
+        rows, eps, block_frame = per[0][1], per[0][2], per[0][3]
+        keys_b = _block_keys(keys, 0, blocks.shape[1])  # [S, B]
+        pad = 0
+        blocks_j, keys_j = jnp.asarray(blocks, dtype), keys_b
+        if shard and jax.device_count() > 1:
+            from jax.sharding import NamedSharding, PartitionSpec
+
+            ndev = jax.device_count()
+            pad = (-n_streams) % ndev
+            if pad:
+                blocks_j = jnp.concatenate([blocks_j, jnp.repeat(blocks_j[:1], pad, axis=0)])
+                keys_j = jnp.concatenate([keys_j, jnp.repeat(keys_j[:1], pad, axis=0)])
+            mesh = jax.make_mesh((ndev,), ("streams",), axis_types=(jax.sharding.AxisType.Auto,))
+            sharding = NamedSharding(mesh, PartitionSpec("streams"))
+            blocks_j = jax.device_put(blocks_j, sharding)
+            keys_j = jax.device_put(keys_j, sharding)
+        state = codec.init(config, d, dtype)
+        _, (released, info) = codec.run_streams(config, prm, state, blocks_j, keys_j, jnp.asarray(eps, dtype))
+        released = np.asarray(released)[:n_streams]
+        info = jax.tree_util.tree_map(lambda a: np.asarray(a)[:n_streams], info)
+    out, index, delay, footrule, frame = _release(released, rows, info.perm, frames, block_frame)
+    eps_frames = np.array([config.epsilon * len(f[0]) / limit for f in frames])
+    return Result(
+        records=out, index=index, delay=delay, footrule=footrule, clipped=info.n_clipped.sum(axis=-1),
+        superseded=planner.superseded, dropped=planner.dropped, epsilon_spent=eps_frames, frame=frame,
+        info=info, private=private, lo=lo, hi=hi,
     )  # fmt: skip
 
 
