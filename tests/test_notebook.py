@@ -1,0 +1,18 @@
+"""Execute notebooks/quickstart.ipynb so that it cannot rot."""
+
+import pathlib
+
+import nbformat
+from nbclient import NotebookClient
+
+NOTEBOOK = pathlib.Path(__file__).resolve().parents[1] / "notebooks" / "quickstart.ipynb"
+
+
+def test_quickstart_notebook_runs_without_errors(tmp_path):
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    text = "".join(o.get("text", "") for o in outputs)
+    assert "identical: (1080, 13)" in text and "private: True" in text
