@@ -1,0 +1,156 @@
+"""Speed and scale of the stream anonymizer, beside a plain NumPy implementation of the same codec.
+
+* records/s vs stream length (10³ … 10⁶ records) and vs n, compile time separated from run time
+  (`block_until_ready` via NumPy conversion of the result);
+* the same default codec (5 prediction modes, exponential-mechanism mode choice, Algorithm 1 with
+  pruning and joint accounting, clipped output) written as a straightforward float64 NumPy loop over
+  blocks, run in the same process on a prefix of the stream, for the ratio;
+* resident memory of `StreamAnonymizer` while a 10⁶-record stream is pushed in chunks (must stay flat).
+
+Streams: Census records resampled with a seeded generator and ±1 % multiplicative jitter (see
+`shared/datasets/README.md`); bounds 1.5 × the Census maximum (fixed constants, not read from the stream).
+
+Usage: python benchmarks/bench_scale.py [--max-records 1000000] [--numpy-blocks 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import platform
+import time
+
+import jax
+import numpy as np
+
+import jaxdp
+from jaxdp import datasets, predict, quantize
+
+CENSUS = datasets.load_census().astype(np.float64)
+HI = 1.5 * CENSUS.max(axis=0)
+
+
+def stream(n_records: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return CENSUS[rng.integers(0, CENSUS.shape[0], size=n_records)] * rng.uniform(0.99, 1.01, size=(n_records, 13))
+
+
+def numpy_codec(records: np.ndarray, config: jaxdp.HVCConfig, seed: int = 0) -> np.ndarray:
+    """The default codec as a plain float64 NumPy loop (no reordering, full frames only)."""
+    rng = np.random.default_rng(seed)
+    n, d = config.block_size, records.shape[1]
+    lo, hi = np.zeros(d), HI
+    tab = quantize.tables(n, np.stack([lo, hi]), kinds=config.kinds, order=config.order, accounting=config.accounting)
+    names = predict.mode_names(config.modes, config.history)
+    ql, qe, e = config.budget_split
+    eps_j = config.epsilon * config.frame_size / records.shape[0]
+    hist = np.zeros((config.history, n, d))
+    valid = 0
+    mid = np.broadcast_to(0.5 * (lo + hi), (n, d))
+    out = np.empty_like(records)
+    nd = n * d
+    mode_sens = float(np.sum((hi - lo) ** 2))
+    for j in range(records.shape[0] // n):
+        x = np.clip(records[j * n : (j + 1) * n], lo, hi)
+        preds = []
+        for name in names:
+            if name == "midpoint" or valid == 0:
+                preds.append(mid)
+            elif name == "column_mean":
+                preds.append(np.broadcast_to(hist[0].mean(axis=0), (n, d)))
+            elif name == "last_record":
+                preds.append(np.broadcast_to(hist[0, -1], (n, d)))
+            elif name == "history_mean":
+                preds.append(np.broadcast_to(hist[:valid].mean(axis=(0, 1)), (n, d)))
+            else:
+                k = int(name[5:]) - 1
+                preds.append(hist[k] if k < valid else mid)
+        preds = np.clip(np.stack(preds), lo, hi)
+        score = -np.sum((x[None] - preds) ** 2, axis=(1, 2))
+        logits = e * eps_j / (2 * mode_sens) * score
+        x_hat = preds[int(np.argmax(logits + rng.gumbel(size=logits.shape)))]
+        c = np.stack([(tab.an[s] @ (x - x_hat) @ tab.ad[s].T).reshape(-1)[tab.order] for s in range(len(config.kinds))])
+        tail = np.concatenate([np.cumsum((c**2)[:, ::-1], axis=1)[:, ::-1], np.zeros((c.shape[0], 1))], axis=1)
+        lap = tab.laplace_mse / (ql * eps_j) ** 2
+        far = np.maximum(np.abs(hi - x_hat), np.abs(x_hat - lo))
+        r_max = np.sum(far**2)
+        score = -np.sqrt(lap) - np.sqrt(tail)  # θ = ½
+        score = np.where(lap > r_max, -np.inf, score)
+        logits = (qe * eps_j / (2 * float(tab.gs_frobenius))) * score.reshape(-1)
+        idx = int(np.argmax(logits + rng.gumbel(size=logits.shape)))
+        s, t = divmod(idx, nd + 1)
+        scale = tab.cbrt_gs[s] * tab.prefix[s, t] * tab.rho[s, t] / (ql * eps_j)
+        noisy = np.where(np.arange(nd) < t, c[s] + rng.laplace(size=nd) * scale, 0.0)
+        cm = np.zeros(nd)
+        cm[tab.order] = noisy
+        released = np.clip(x_hat + tab.an[s].T @ cm.reshape(n, d) @ tab.ad[s], lo, hi)
+        hist = np.concatenate([released[None], hist[:-1]])
+        valid = min(valid + 1, config.history)
+        out[j * n : (j + 1) * n] = released
+    return out
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--max-records", type=int, default=1_000_000)
+    parser.add_argument("--numpy-blocks", type=int, default=2000)
+    args = parser.parse_args()
+    dev = jax.devices()[0]
+    print(f"machine: {platform.machine()} | {os.cpu_count()} CPUs | JAX {jax.__version__} on {dev.platform.upper()} | "
+          f"NumPy {np.__version__} | jaxdp {jaxdp.__version__}")
+    print("\n| n | records | compile+run s | run s | records/s | NumPy records/s (same codec) | speed-up |")
+    print("|---|---|---|---|---|---|---|")
+    lengths = [10**k for k in range(3, 7) if 10**k <= args.max_records]
+    for n in (8, 48):
+        for length in lengths:
+            cfg = jaxdp.HVCConfig(n, max(1, 96 // n), 3.0, bounds=(np.zeros(13), HI))
+            data = stream(length, seed=length)
+            t0 = time.perf_counter()
+            jaxdp.anonymize(jax.random.key(0), data, cfg)
+            first = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            res = jaxdp.anonymize(jax.random.key(1), data, cfg)
+            run = time.perf_counter() - t0
+            assert res.records.shape[0] == length
+            ratio = ""
+            np_rate = ""
+            if length == lengths[-1] or length == 10**4:
+                nb = min(args.numpy_blocks, length // n)
+                t0 = time.perf_counter()
+                numpy_codec(data[: nb * n], dataclasses.replace(cfg))
+                np_s = time.perf_counter() - t0
+                np_rate_v = nb * n / np_s
+                np_rate = f"{np_rate_v:,.0f}"
+                ratio = f"{(length / run) / np_rate_v:.1f}×"
+            print(f"| {n} | {length:,} | {first:.2f} | {run:.2f} | {length / run:,.0f} | {np_rate} | {ratio} |", flush=True)
+
+    print("\nStreamAnonymizer memory, 10⁶ records pushed in chunks of 10,000 (n = 8, δ = 96):")
+    cfg = jaxdp.HVCConfig(8, 12, 3.0, bounds=(np.zeros(13), HI), target_length=args.max_records)
+    sa = jaxdp.StreamAnonymizer(cfg, jax.random.key(2))
+    rss = []
+    released = 0
+    t0 = time.perf_counter()
+    for start in range(0, args.max_records, 10_000):
+        chunk = stream(10_000, seed=start)
+        out, _ = sa.push(chunk)
+        released += out.shape[0]
+        if (start // 10_000) % 10 == 0:
+            rss.append((start + 10_000, _rss_mb()))
+    released += sa.flush()[0].shape[0]
+    secs = time.perf_counter() - t0
+    print("| records pushed | resident MB |")
+    print("|---|---|")
+    for k, mb in rss:
+        print(f"| {k:,} | {mb:.0f} |")
+    print(f"released {released:,} records in {secs:.1f} s ({released / secs:,.0f} records/s); "
+          f"pending raw records held: {len(sa.pending)}")
+
+
+if __name__ == "__main__":
+    main()
