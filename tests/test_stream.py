@@ -284,3 +284,22 @@ def test_noise_is_independent_across_blocks_and_repetitions(key):
     assert abs(np.corrcoef(a, b)[0, 1]) < bound  # across repetitions
     assert abs(np.corrcoef(a[:-1], a[1:])[0, 1]) < bound  # across consecutive blocks
     assert len(np.unique(a)) == len(a) and not np.any(np.isin(a, b))
+
+
+def test_the_codec_step_is_traced_once_not_per_block(key, monkeypatch):
+    """No Python work per block: the scan body is traced once per compiled shape, whatever the length."""
+    from jaxdp import codec as codec_mod
+
+    calls = []
+    real = codec_mod._step
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(codec_mod, "_step", counting)
+    cfg = jaxdp.HVCConfig(4, 2, 5.0, bounds=np.ones(3), history=3)  # a config no other test compiles
+    jaxdp.anonymize(key, np.full((4 * 50, 3), 0.5), cfg)  # 50 blocks
+    traced = len(calls)
+    jaxdp.anonymize(key, np.full((4 * 50, 3), 0.25), cfg)  # same shapes: cached, no new trace
+    assert 1 <= traced <= 2 and len(calls) == traced
