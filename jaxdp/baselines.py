@@ -6,23 +6,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdp import _checks, codec
+from jaxdp import _checks
 from jaxdp.config import HVCConfig
-from jaxdp.stream import Result, _check_ids, _check_records, _plan_all
+from jaxdp.stream import Result, _prepare
 
 __all__ = ["pln", "midpoint"]
 
 
 def _plan(records, config, ids):
-    records = _check_records(records)
-    if records.shape[0] == 0:
-        raise ValueError("records is empty: nothing to anonymize.")
-    ids = _check_ids(ids, records.shape[0])
-    lo, hi, private = codec.resolve_bounds(config, records)
-    if lo.shape[0] != records.shape[1]:
-        raise ValueError(f"bounds describe {lo.shape[0]} attributes but records have d = {records.shape[1]}.")
-    limit = config.target_length or records.shape[0]
-    frames, planner = _plan_all(config, records.shape[0], ids, limit)
+    records, _, lo, hi, private, limit, frames, planner = _prepare(records, config, ids)
     index = np.concatenate([np.asarray(f[0], np.int64) for f in frames])
     frame = np.concatenate([np.full(len(f[0]), i) for i, f in enumerate(frames)])
     eps_frames = np.array([config.epsilon * len(f[0]) / limit for f in frames])

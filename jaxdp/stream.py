@@ -217,6 +217,20 @@ def _stream_release(released, rows, perm):
     return released[mask], rows_p[mask]
 
 
+def _prepare(records, config: HVCConfig, ids):
+    """Validate a batch stream and plan its frames (shared by `anonymize` and the baselines)."""
+    records = _check_records(records)
+    if records.shape[0] == 0:
+        raise ValueError("records is empty: nothing to anonymize.")
+    ids = _check_ids(ids, records.shape[0])
+    lo, hi, private = codec.resolve_bounds(config, records)
+    if lo.shape[0] != records.shape[1]:
+        raise ValueError(f"bounds describe {lo.shape[0]} attributes but records have d = {records.shape[1]}.")
+    limit = config.target_length or records.shape[0]
+    frames, planner = _plan_all(config, records.shape[0], ids, limit)
+    return records, ids, lo, hi, private, limit, frames, planner
+
+
 def anonymize(key: jax.Array, records, config: HVCConfig, *, ids=None) -> Result:
     """Publish a record stream with the hybrid-video-coding method (paper Secs. 4.1–4.6).
 
@@ -242,15 +256,7 @@ def anonymize(key: jax.Array, records, config: HVCConfig, *, ids=None) -> Result
     from jaxdp import _checks
 
     _checks.key(key)
-    records = _check_records(records)
-    if records.shape[0] == 0:
-        raise ValueError("records is empty: nothing to anonymize.")
-    ids = _check_ids(ids, records.shape[0])
-    lo, hi, private = codec.resolve_bounds(config, records)
-    if lo.shape[0] != records.shape[1]:
-        raise ValueError(f"bounds describe {lo.shape[0]} attributes but records have d = {records.shape[1]}.")
-    limit = config.target_length or records.shape[0]
-    frames, planner = _plan_all(config, records.shape[0], ids, limit)
+    records, ids, lo, hi, private, limit, frames, planner = _prepare(records, config, ids)
     with _precision(config):
         return _anonymize_planned(key, records, config, ids, lo, hi, private, limit, frames, planner)
 
