@@ -11,9 +11,26 @@ Modules:
   codec        the closed loop: one block step, a scan over blocks
   stream       frames, budgets, record updates; `anonymize`, `StreamAnonymizer`
   baselines    PLN and the zero-budget midpoint
+  reorder      Algorithm 2's footrule-constrained reordering (not DP; opt-in)
+  audit        empirical DP auditing (Clopper-Pearson lower bounds on ε)
+  wevent       w-event privacy for count streams: Uniform, Sample, BD, BA
 """
 
-from jaxdp import baselines, codec, datasets, mechanisms, orders, predict, quantize, sensitivity, stream, transforms
+from jaxdp import (
+    audit,
+    baselines,
+    codec,
+    datasets,
+    mechanisms,
+    orders,
+    predict,
+    quantize,
+    reorder,
+    sensitivity,
+    stream,
+    transforms,
+    wevent,
+)
 from jaxdp.baselines import midpoint, pln
 from jaxdp.config import HVCConfig
 from jaxdp.stream import Result, StreamAnonymizer, anonymize, anonymize_many
@@ -31,6 +48,9 @@ __all__ = [
     "anonymize_many",
     "pln",
     "midpoint",
+    "audit",
+    "reorder",
+    "wevent",
     "baselines",
     "codec",
     "predict",

@@ -1,0 +1,111 @@
+import jax
+import numpy as np
+import pytest
+import scipy.stats
+from fractions import Fraction
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxdp import wevent
+
+ALPHA = 1e-4
+
+
+def test_fig3_bd_budgets_reproduced_exactly(x64, key):
+    # Paper Fig. 3: w = 3, publications at 1, 3, 4; nulls at 2, 5, 6.
+    res = wevent.run(key, np.ones((6, 4)), method="bd", w=3, epsilon=1.0, decisions=[1, 0, 1, 1, 0, 0])
+    e = Fraction(1)
+    np.testing.assert_allclose(res.eps1, [float(e / 6)] * 6, rtol=1e-12)
+    np.testing.assert_allclose(res.eps2, [float(e / 4), 0, float(e / 8), float(3 * e / 16), 0, 0], rtol=1e-12)
+    total = np.asarray(res.eps1) + np.asarray(res.eps2)
+    np.testing.assert_allclose(total, [5 / 12, 1 / 6, 7 / 24, 17 / 48, 1 / 6, 1 / 6], rtol=1e-12)
+    sums = wevent.window_sums(res.eps1, res.eps2, 3)
+    np.testing.assert_allclose(sums[2:], [21 / 24, 39 / 48, 39 / 48, 33 / 48], rtol=1e-12)  # as in Fig. 3
+    assert list(np.asarray(res.published)) == [True, False, True, True, False, False]
+
+
+def test_fig5_ba_budgets_reproduced_exactly(x64, key):
+    # Paper Fig. 5: w = 3, publish at 1, skip 2, publish 3 (absorbs 2), 4 nullified, publish 5, skip 6.
+    res = wevent.run(key, np.ones((6, 4)), method="ba", w=3, epsilon=1.0, decisions=[1, 0, 1, 1, 1, 0])
+    np.testing.assert_allclose(res.eps2, [1 / 6, 0, 1 / 3, 0, 1 / 6, 0], rtol=1e-12)
+    assert list(np.asarray(res.nullified)) == [False, False, False, True, False, False]
+    assert list(np.asarray(res.published)) == [True, False, True, False, True, False]
+    sums = wevent.window_sums(res.eps1, res.eps2, 3)
+    np.testing.assert_allclose(sums[2:], [1.0, 5 / 6, 1.0, 2 / 3], rtol=1e-12)  # Fig. 5: ε, 5ε/6, ε, 2ε/3
+
+
+def test_ba_without_nullification_would_break_the_window(x64, key):
+    res = wevent.run(key, np.ones((6, 2)), method="ba", w=3, epsilon=1.0, decisions=[1, 0, 1, 1, 1, 0])
+    eps2 = np.asarray(res.eps2).copy()
+    eps2[3] = 1 / 6  # what timestamp 4 would spend if it were not nullified
+    assert wevent.window_sums(res.eps1, eps2, 3)[4] == pytest.approx(7 / 6)  # "7ε/6 > ε" in the paper
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    method=st.sampled_from(wevent.METHODS),
+    w=st.integers(1, 12),
+    eps=st.floats(0.1, 5.0),
+    seed=st.integers(0, 2**16),
+    forced=st.booleans(),
+)
+def test_every_window_spends_at_most_epsilon(method, w, eps, seed, forced):
+    counts = wevent.synthetic_counts(seed, timestamps=60, columns=5)
+    rng = np.random.default_rng(seed)
+    # adversarial publish patterns too (BD/BA only: Uniform and Sample have fixed schedules)
+    decisions = rng.integers(0, 2, size=60) if forced and method in ("bd", "ba") else None
+    res = wevent.run(jax.random.key(seed), counts, method=method, w=w, epsilon=eps, decisions=decisions)
+    sums = wevent.window_sums(res.eps1, res.eps2, w)
+    assert np.all(sums <= eps * (1 + 1e-5))
+    assert np.all(np.asarray(res.eps1) >= 0) and np.all(np.asarray(res.eps2) >= 0)
+
+
+def test_uniform_and_sample_noise_scales(key):
+    counts = np.full((4000, 5), 50.0)
+    u = wevent.run(key, counts, method="uniform", w=10, epsilon=2.0)
+    z = ((np.asarray(u.releases) - 50.0) / (10 / 2.0)).reshape(-1)
+    assert scipy.stats.kstest(z, scipy.stats.laplace().cdf).pvalue > ALPHA
+    assert scipy.stats.kstest(z * 1.2, scipy.stats.laplace().cdf).pvalue < ALPHA
+    s = wevent.run(key, counts, method="sample", w=10, epsilon=2.0)
+    pub = np.asarray(s.published)
+    assert pub.sum() == 400 and pub[0] and pub[10] and not pub[1]
+    released = np.asarray(s.releases)
+    np.testing.assert_array_equal(released[1:10], np.broadcast_to(released[0], (9, 5)))  # nulls repeat o_l
+    zs = ((released[pub] - 50.0) * 2.0).reshape(-1)
+    assert scipy.stats.kstest(zs, scipy.stats.laplace().cdf).pvalue > ALPHA
+
+
+def test_bd_and_ba_beat_uniform_on_slowly_varying_counts(key):
+    counts = wevent.synthetic_counts(1, timestamps=400, columns=200, kind="bursty")
+    keys = jax.random.split(key, 5)
+    err = {m: wevent.mae(wevent.run(keys, counts, method=m, w=100, epsilon=1.0).releases, counts).mean()
+           for m in wevent.METHODS}  # fmt: skip
+    assert err["ba"] < err["uniform"] and err["bd"] < err["uniform"]
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(counts=-np.ones((3, 2))), "non-negative"),
+        (dict(counts=[[1.0, 2.0], [1.0]]), "ragged"),
+        (dict(w=0), "w"),
+        (dict(epsilon=0.0), "epsilon"),
+        (dict(method="fast"), "method"),
+        (dict(counts=np.zeros((0, 3))), "shape"),
+        (dict(method="sample", decisions=[1, 1, 1]), "fixed schedule"),
+    ],
+)
+def test_bad_input(key, kwargs, match):
+    args = dict(counts=np.ones((3, 2)), method="bd", w=2, epsilon=1.0)
+    args.update(kwargs)
+    with pytest.raises((ValueError, TypeError), match=match):
+        wevent.run(key, args.pop("counts"), **args)
+
+
+def test_csv_loader(tmp_path):
+    p = tmp_path / "c.csv"
+    p.write_text("a,b\n1,2\n3,4\n")
+    np.testing.assert_array_equal(wevent.load_counts(str(p)), [[1, 2], [3, 4]])
+    p.write_text("1,2\n3\n")
+    with pytest.raises(ValueError, match="ragged"):
+        wevent.load_counts(str(p))
