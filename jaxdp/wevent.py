@@ -15,9 +15,10 @@ ledger so that this is checked, not assumed.
   nullifies the next ``ε_{l,2}/(ε/(2w)) − 1`` timestamps; otherwise ``ε_{i,2} = ε/(2w)·min(i − (l +
   to_nullify), w)`` and publish with ``Lap(1/ε_{i,2})`` iff ``dis > 1/ε_{i,2}``.
 
-The whole stream is one `lax.scan` over timestamps (vmappable over keys for repetitions); at i = 1
-there is no earlier release and o_l is the all-zero vector (public). Not yet implemented: the
-ε_{i,1}-shifting optimization and column partitioning of the paper's Sec. 4.5.
+The whole stream is one `lax.scan` over timestamps (vmappable over keys for repetitions); `WEventStream`
+pushes one timestamp at a time with the same output. At i = 1 there is no earlier release and o_l is
+the all-zero vector (public). Not yet implemented: the ε_{i,1}-shifting optimization and column
+partitioning of the paper's Sec. 4.5.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ from jaxtyping import Array, Bool, Float
 
 from jaxdp import _checks
 
-__all__ = ["METHODS", "WEventResult", "run", "window_sums", "mae", "mre", "load_counts", "synthetic_counts"]
+__all__ = [
+    "METHODS", "WEventResult", "WEventStream", "run", "window_sums", "mae", "mre", "load_counts", "synthetic_counts",
+]  # fmt: skip
 
 METHODS = ("uniform", "sample", "bd", "ba")
 
@@ -107,10 +110,7 @@ def _step(method, w, eps, d, state, xs):
 def _run(key, counts, force, eps, *, method, w):
     t, d = counts.shape
     dtype = counts.dtype
-    unit = eps / (2.0 * w)
-    state = _State(
-        jnp.zeros((d,), dtype), jnp.zeros((), dtype), jnp.asarray(unit, dtype), jnp.zeros((max(w - 1, 1),), dtype)
-    )
+    state = _init(d, w, eps, dtype)
     idx = jnp.arange(1, t + 1).astype(dtype)
     keys = jax.vmap(lambda k: jax.random.fold_in(key, k))(jnp.arange(t))
     _, out = jax.lax.scan(
@@ -155,6 +155,48 @@ def run(key: jax.Array, counts, *, method: str, w: int, epsilon: float, decision
     if key.shape == ():
         return _run(key, data, f, float(epsilon), method=method, w=int(w))
     return jax.vmap(lambda k: _run(k, data, f, float(epsilon), method=method, w=int(w)))(key)
+
+
+def _init(d, w, eps, dtype):
+    unit = eps / (2.0 * w)
+    return _State(jnp.zeros((d,), dtype), jnp.zeros((), dtype), jnp.asarray(unit, dtype), jnp.zeros((max(w - 1, 1),), dtype))
+
+
+@functools.partial(jax.jit, static_argnames=("method", "w", "d"))
+def _push(state, c, key, i, eps, *, method, w, d):
+    return _step(method, w, eps, d, state, (i, c, key, jnp.asarray(-1.0, c.dtype)))
+
+
+class WEventStream:
+    """Streaming front end: ``push(c_i) → (o_i, ledger entry)`` one timestamp at a time.
+
+    Gives the same releases as `run` for the same key (timestamp i uses ``fold_in(key, i − 1)``).
+    Holds only the last release, the last publication's budget and the last w − 1 publication
+    budgets: O(d + w) memory, no raw counts kept.
+    """
+
+    def __init__(self, key: jax.Array, *, d: int, method: str, w: int, epsilon: float):
+        _checks.key(key)
+        _checks.option("method", method, METHODS)
+        self.d, self.w = _checks.size("d", d), _checks.size("w", w)
+        _checks.positive_scalar("epsilon", epsilon)
+        self.key, self.method, self.eps = key, method, float(epsilon)
+        self.dtype = _checks.float_dtype()
+        self.state = _init(self.d, self.w, self.eps, self.dtype)
+        self.i = 0
+
+    def push(self, counts) -> tuple[np.ndarray, dict]:
+        """Release timestamp i's counts ``[d]``; returns ``(o_i, {"eps1", "eps2", "published", "nullified"})``."""
+        c = check_counts(np.asarray(counts, np.float64).reshape(1, -1))[0]
+        if c.shape[0] != self.d:
+            raise ValueError(f"expected {self.d} counts, got {c.shape[0]}.")
+        self.i += 1
+        key = jax.random.fold_in(self.key, self.i - 1)
+        self.state, (o, e1, e2, pub, nul) = _push(
+            self.state, jnp.asarray(c, self.dtype), key, jnp.asarray(self.i, self.dtype), self.eps,
+            method=self.method, w=self.w, d=self.d,
+        )  # fmt: skip
+        return np.asarray(o), {"eps1": float(e1), "eps2": float(e2), "published": bool(pub), "nullified": bool(nul)}
 
 
 def check_counts(counts) -> np.ndarray:

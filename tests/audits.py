@@ -210,3 +210,43 @@ def reorder_case():
 
 
 CASES["reorder='paper' (mutant) vs none"] = reorder_case
+
+
+def wevent_dissimilarity_case():
+    """BD/BA's M_{i,1}: MAE(c_i, o_l) + Lap(2w/(εd)); one user moves the MAE by ≤ 1/d; ε_{i,1} = ε/(2w)."""
+    from jaxdp import wevent
+
+    eps, w, d = 1.0, 2, 4
+    claim = eps / (2 * w)
+    last = jnp.zeros(d)
+
+    def dis(key, c, scale):
+        return jnp.mean(jnp.abs(c - last)) + scale * jax.random.laplace(key, ())
+
+    def mech(key, c):
+        return dis(key, c, 2 * w / (eps * d))
+
+    def mutant(key, c):  # sensitivity taken as 1/(2d) instead of 1/d
+        return dis(key, c, w / (eps * d))
+
+    del wevent
+    return claim, mech, mutant, jnp.zeros(d), jnp.zeros(d).at[0].set(1.0), {}
+
+
+def wevent_publication_case():
+    """BD's first publication through `jaxdp.wevent.run` (decision forced): c + Lap(2/ε_rm), ε_{1,2} = ε/4."""
+    from jaxdp import wevent
+
+    eps = 1.0
+
+    def make(e):
+        return lambda keys, c: jnp.asarray(
+            wevent.run(keys, np.asarray(c)[None], method="bd", w=2, epsilon=e, decisions=[1]).releases[:, 0, 0]
+        )
+
+    # mutant: the publication budget computed from twice the window budget
+    return eps / 4, make(eps), make(2 * eps), np.zeros(3), np.array([1.0, 0.0, 0.0]), dict(batched=True)
+
+
+CASES["w-event M_i1 (dissimilarity)"] = wevent_dissimilarity_case
+CASES["w-event M_i2 (BD publication)"] = wevent_publication_case

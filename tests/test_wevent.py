@@ -109,3 +109,17 @@ def test_csv_loader(tmp_path):
     p.write_text("1,2\n3\n")
     with pytest.raises(ValueError, match="ragged"):
         wevent.load_counts(str(p))
+
+
+@pytest.mark.parametrize("method", wevent.METHODS)
+def test_streaming_push_equals_batch(key, method):
+    counts = wevent.synthetic_counts(4, timestamps=40, columns=6)
+    batch = wevent.run(key, counts, method=method, w=5, epsilon=1.0)
+    stream = wevent.WEventStream(key, d=6, method=method, w=5, epsilon=1.0)
+    outs, e2 = [], []
+    for c in counts:
+        o, ledger = stream.push(c)
+        outs.append(o)
+        e2.append(ledger["eps2"])
+    np.testing.assert_array_equal(np.stack(outs), np.asarray(batch.releases))
+    np.testing.assert_allclose(e2, np.asarray(batch.eps2))
