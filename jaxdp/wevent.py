@@ -67,10 +67,18 @@ class _State(NamedTuple):
     recent: jax.Array  # ε_{k,2} of the last w−1 timestamps, most recent last, [w−1] (or [1] when w = 1)
 
 
-def _step(method, w, eps, d, state, xs):
+def _budgets(w, eps, d, shift):
+    """(ε_{i,1}, dissimilarity noise scale, publication budget per window P)."""
+    if shift:  # Sec. 4.5: λ_{i,1} = 1/ε, ε_{i,1} = ε/d; P = ε − w·ε/d > ε/2 (needs d > 2w)
+        return eps / d, 1.0 / eps, eps - w * eps / d
+    return eps / (2.0 * w), 2.0 * w / (eps * d), eps / 2.0
+
+
+def _step(method, w, eps, d, state, xs, shift=False):
     i, c, key, force = xs  # force: −1 use the private test, 0 force null, 1 force publish
     k_dis, k_pub = jax.random.split(key)
-    unit = eps / (2.0 * w)
+    e1, lam1, per_window = _budgets(w, eps, d, shift)
+    unit = per_window / w  # BA's own publication budget per timestamp (ε/(2w) without shifting)
     dtype = c.dtype
     zero = jnp.zeros((), dtype)
     if method == "uniform":
@@ -83,10 +91,10 @@ def _step(method, w, eps, d, state, xs):
         state = state._replace(last=out, l=jnp.where(pub, i, state.l))
         return state, (out, zero, jnp.where(pub, jnp.asarray(eps, dtype), zero), pub, jnp.asarray(False))
     # BD and BA: private dissimilarity (M_{i,1})
-    dis = jnp.mean(jnp.abs(c - state.last)) + (2.0 * w / (eps * d)) * jax.random.laplace(k_dis, (), dtype)
-    eps1 = jnp.asarray(unit, dtype)
+    dis = jnp.mean(jnp.abs(c - state.last)) + lam1 * jax.random.laplace(k_dis, (), dtype)
+    eps1 = jnp.asarray(e1, dtype)
     if method == "bd":
-        eps_rm = eps / 2.0 - jnp.sum(state.recent)
+        eps_rm = per_window - jnp.sum(state.recent)
         lam = 2.0 / jnp.maximum(eps_rm, 1e-30)
         pub = jnp.where(force >= 0, force == 1, dis > lam) & (eps_rm > 0)
         eps2 = jnp.where(pub, eps_rm / 2.0, zero)
@@ -106,20 +114,22 @@ def _step(method, w, eps, d, state, xs):
     return state, (out, eps1, eps2.astype(dtype), pub, nullified)
 
 
-@functools.partial(jax.jit, static_argnames=("method", "w"))
-def _run(key, counts, force, eps, *, method, w):
+@functools.partial(jax.jit, static_argnames=("method", "w", "shift"))
+def _run(key, counts, force, eps, *, method, w, shift=False):
     t, d = counts.shape
     dtype = counts.dtype
-    state = _init(d, w, eps, dtype)
+    state = _init(d, w, eps, dtype, shift)
     idx = jnp.arange(1, t + 1).astype(dtype)
     keys = jax.vmap(lambda k: jax.random.fold_in(key, k))(jnp.arange(t))
     _, out = jax.lax.scan(
-        lambda s, xs: _step(method, w, eps, d, s, xs), state, (idx, counts, keys, force.astype(dtype))
+        lambda s, xs: _step(method, w, eps, d, s, xs, shift), state, (idx, counts, keys, force.astype(dtype))
     )
     return WEventResult(*out)
 
 
-def run(key: jax.Array, counts, *, method: str, w: int, epsilon: float, decisions=None) -> WEventResult:
+def run(
+    key: jax.Array, counts, *, method: str, w: int, epsilon: float, decisions=None, shift: bool = False
+) -> WEventResult:
     """Publish a count stream with w-event ε-differential privacy.
 
     Privacy:
@@ -135,6 +145,8 @@ def run(key: jax.Array, counts, *, method: str, w: int, epsilon: float, decision
       decisions: optional ``[T]`` ints (1 publish, 0 null, −1 let the mechanism decide) that override
         the private publish test — **only** for reproducing worked examples (paper Figs. 3 and 5); a
         decision computed from the data is not private. Budgets follow the pseudocode either way.
+      shift: BD/BA only: the paper's Sec. 4.5 optimization for d ≫ w: dissimilarity noise 1/ε
+        (ε_{i,1} = ε/d), leaving ε − w·ε/d > ε/2 per window for publications. Requires d > 2w.
 
     Returns:
       A `WEventResult`.
@@ -145,6 +157,8 @@ def run(key: jax.Array, counts, *, method: str, w: int, epsilon: float, decision
     _checks.positive_scalar("epsilon", epsilon)
     counts = check_counts(counts)
     t = counts.shape[0]
+    if shift and (method not in ("bd", "ba") or counts.shape[1] <= 2 * w):
+        raise ValueError("shift applies to 'bd'/'ba' with d > 2w (it spends ε/d instead of ε/(2w) on dissimilarity).")
     if decisions is not None and method in ("uniform", "sample"):
         raise ValueError(f"decisions apply to 'bd' and 'ba' only; {method!r} publishes on a fixed schedule.")
     force = np.full(t, -1) if decisions is None else np.asarray(decisions)
@@ -152,13 +166,14 @@ def run(key: jax.Array, counts, *, method: str, w: int, epsilon: float, decision
         raise ValueError(f"decisions must be {t} values in {{-1, 0, 1}}.")
     data = jnp.asarray(counts, _checks.float_dtype())
     f = jnp.asarray(force)
+    kw = dict(method=method, w=int(w), shift=bool(shift))
     if key.shape == ():
-        return _run(key, data, f, float(epsilon), method=method, w=int(w))
-    return jax.vmap(lambda k: _run(k, data, f, float(epsilon), method=method, w=int(w)))(key)
+        return _run(key, data, f, float(epsilon), **kw)
+    return jax.vmap(lambda k: _run(k, data, f, float(epsilon), **kw))(key)
 
 
-def _init(d, w, eps, dtype):
-    unit = eps / (2.0 * w)
+def _init(d, w, eps, dtype, shift=False):
+    unit = _budgets(w, eps, d, shift)[2] / w
     return _State(jnp.zeros((d,), dtype), jnp.zeros((), dtype), jnp.asarray(unit, dtype), jnp.zeros((max(w - 1, 1),), dtype))
 
 

@@ -48,13 +48,15 @@ def test_ba_without_nullification_would_break_the_window(x64, key):
     eps=st.floats(0.1, 5.0),
     seed=st.integers(0, 2**16),
     forced=st.booleans(),
+    shift=st.booleans(),
 )
-def test_every_window_spends_at_most_epsilon(method, w, eps, seed, forced):
-    counts = wevent.synthetic_counts(seed, timestamps=60, columns=5)
+def test_every_window_spends_at_most_epsilon(method, w, eps, seed, forced, shift):
+    shift = shift and method in ("bd", "ba")
+    counts = wevent.synthetic_counts(seed, timestamps=60, columns=30 if shift else 5)
     rng = np.random.default_rng(seed)
     # adversarial publish patterns too (BD/BA only: Uniform and Sample have fixed schedules)
     decisions = rng.integers(0, 2, size=60) if forced and method in ("bd", "ba") else None
-    res = wevent.run(jax.random.key(seed), counts, method=method, w=w, epsilon=eps, decisions=decisions)
+    res = wevent.run(jax.random.key(seed), counts, method=method, w=w, epsilon=eps, decisions=decisions, shift=shift)
     sums = wevent.window_sums(res.eps1, res.eps2, w)
     assert np.all(sums <= eps * (1 + 1e-5))
     assert np.all(np.asarray(res.eps1) >= 0) and np.all(np.asarray(res.eps2) >= 0)
@@ -93,6 +95,7 @@ def test_bd_and_ba_beat_uniform_on_slowly_varying_counts(key):
         (dict(method="fast"), "method"),
         (dict(counts=np.zeros((0, 3))), "shape"),
         (dict(method="sample", decisions=[1, 1, 1]), "fixed schedule"),
+        (dict(shift=True), "d > 2w"),
     ],
 )
 def test_bad_input(key, kwargs, match):
