@@ -25,7 +25,7 @@ from jaxtyping import Array, Float, Int
 from jaxdp import mechanisms, predict, quantize
 from jaxdp.config import HVCConfig
 
-_UNROLL = 4  # lax.scan unroll factor: 4 is ≈ 20 % faster per block on CPU than 1, 8+ no better
+_UNROLL = 1  # lax.scan unroll factor. 4 was ≈ 20 % faster on CPU but compiles the remainder iterations differently, which broke bit-identity between the batch and streaming front ends (different scan lengths)
 
 __all__ = ["CodecState", "BlockInfo", "CodecParams", "params", "init", "step", "run"]
 
