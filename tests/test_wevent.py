@@ -126,3 +126,18 @@ def test_streaming_push_equals_batch(key, method):
         e2.append(ledger["eps2"])
     np.testing.assert_array_equal(np.stack(outs), np.asarray(batch.releases))
     np.testing.assert_allclose(e2, np.asarray(batch.eps2))
+
+
+def test_degenerate_cases(key, x64):
+    counts = wevent.synthetic_counts(5, timestamps=30, columns=4)
+    # w = 1: w-event privacy is event-level privacy and Uniform and Sample are the same mechanism.
+    u = wevent.run(key, counts, method="uniform", w=1, epsilon=0.7)
+    s = wevent.run(key, counts, method="sample", w=1, epsilon=0.7)
+    np.testing.assert_array_equal(np.asarray(u.releases), np.asarray(s.releases))
+    # BA that publishes at every timestamp never absorbs: it is Uniform with the publication half ε/2.
+    ba = wevent.run(key, counts, method="ba", w=5, epsilon=1.0, decisions=np.ones(30, int))
+    assert np.asarray(ba.published).all() and not np.asarray(ba.nullified).any()
+    np.testing.assert_allclose(ba.eps2, np.full(30, 1.0 / 10))
+    # BD that publishes at every timestamp halves the remaining budget: ε/4, ε/8, … within a window.
+    bd = wevent.run(key, counts, method="bd", w=30, epsilon=1.0, decisions=np.ones(30, int))
+    np.testing.assert_allclose(bd.eps2[:4], [1 / 4, 1 / 8, 1 / 16, 1 / 32])
