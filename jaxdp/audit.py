@@ -86,13 +86,21 @@ def _events(s1: np.ndarray, s2: np.ndarray, discrete: bool, n_thresholds: int):
 
 
 def _best_event(s1, s2, discrete, n_thresholds, min_count):
+    """The event with the largest Clopper–Pearson lower bound on the selection samples.
+
+    Ranking by the bound rather than the plug-in ratio keeps rare tail events, whose ratio is mostly
+    chance, from being selected (they would give a weak bound on the fresh measurement run).
+    """
     best = (-math.inf, None, None)
+    n = len(s1)
     for desc, ind in _events(s1, s2, discrete, n_thresholds):
         for a, b, tag in ((s1, s2, "x vs x'"), (s2, s1, "x' vs x")):
             ca, cb = int(ind(a).sum()), int(ind(b).sum())
             if ca < min_count:
                 continue
-            val = math.log(ca + 0.5) - math.log(cb + 0.5)  # smoothed, selection only
+            p_lo, _ = clopper_pearson(ca, n, 0.1)
+            _, q_hi = clopper_pearson(cb, n, 0.1)
+            val = math.log(p_lo) - math.log(q_hi) if p_lo > 0 else -math.inf
             if val > best[0]:
                 best = (val, f"{desc} ({tag})", (ind, tag))
     return best
