@@ -33,3 +33,17 @@ def cumsum(x: jax.Array, *, reverse: bool = False) -> jax.Array:
     before = jnp.matmul(within[..., -1], jnp.asarray(np.triu(np.ones((nb, nb)), 1), x.dtype), precision=_HIGHEST)
     out = within + before[..., None]
     return out.reshape(*x.shape[:-1], nb * _CHUNK)[..., :size]
+
+
+def suffix_sums(x: jax.Array) -> jax.Array:
+    """``out[..., t] = Σ_{k ≥ t} x[..., k]`` for t = 0 … len (the last entry is 0): shape ``[..., len + 1]``.
+
+    Short axes use one GEMM with a constant 0/1 matrix that already has the trailing zero column
+    (no flips, no concatenation); long ones the chunked reverse `cumsum`.
+    """
+    size = x.shape[-1]
+    if size <= _DIRECT:
+        upper = jnp.asarray(np.tril(np.ones((size, size + 1))), x.dtype)  # upper[k, t] = 1 if k >= t
+        return jnp.matmul(x, upper, precision=_HIGHEST)
+    tail = cumsum(x, reverse=True)
+    return jnp.concatenate([tail, jnp.zeros_like(tail[..., :1])], axis=-1)

@@ -208,8 +208,7 @@ def _inverse(c_tilde, s, tab, n, d):
 
 def _suffix_sums(sq):
     """``tail[:, t] = Σ_{k ≥ t} sq[:, k]`` for t = 0 … nd (last column 0), shape ``[K, nd+1]``."""
-    tail = _prefix.cumsum(sq, reverse=True)
-    return jnp.concatenate([tail, jnp.zeros_like(tail[..., :1])], axis=-1)
+    return _prefix.suffix_sums(sq)
 
 
 def _block_terms(x, x_hat, tab, eps_laplace):
