@@ -295,7 +295,7 @@ def _prepare(x, x_hat, bounds, kinds, order, accounting):
         batch = jnp.broadcast_shapes(x.shape[:-2], x_hat.shape[:-2])
     except ValueError as err:
         raise ValueError(f"x {tuple(x.shape)} and x_hat {tuple(x_hat.shape)} have incompatible batch shapes.") from err
-    lo, _ = _checks.bounds(bounds, d)
+    _checks.bounds(bounds, d)  # shape and value checks against the data's d
     tab = tables(n, bounds, kinds=kinds, order=order, accounting=accounting)
     dtype = np.dtype(jax.dtypes.canonicalize_dtype(np.promote_types(x.dtype, x_hat.dtype)))
     x = jnp.broadcast_to(x.astype(dtype), (*batch, n, d)).reshape(-1, n, d)
