@@ -1,7 +1,8 @@
 """Bundled public data and explicit helpers for domain bounds.
 
 `load_census()` returns the CASC "Census" set (1080 records × 13 integer attributes) used in
-Figs. 4 and 5 of the hybrid-video-coding paper; provenance in ``jaxdp/data/README.md``.
+Figs. 4 and 5 of the hybrid-video-coding paper; `load_eia()` the CASC "EIA" set (4092 utility-month
+records: names, STATE, and 10 revenue/sales columns). Provenance in ``jaxdp/data/README.md``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from importlib import resources
 
 import numpy as np
 
-__all__ = ["load_census", "CENSUS_COLUMNS", "bounds_from_data"]
+__all__ = ["load_census", "CENSUS_COLUMNS", "load_eia", "EIA_COLUMNS", "bounds_from_data"]
 
 CENSUS_COLUMNS = (
     "AFNLWGT", "AGI", "EMCONTRB", "FEDTAX", "PTOTVAL", "STATETAX", "TAXINC",
@@ -33,6 +34,35 @@ def _census() -> np.ndarray:
 def load_census() -> np.ndarray:
     """The bundled Census records: read-only int64 array of shape ``[1080, 13]`` (columns `CENSUS_COLUMNS`)."""
     return _census()
+
+
+EIA_COLUMNS = (
+    "UTILITYID", "UTILNAME", "STATE", "YEAR", "MONTH", "RESREVENUE", "RESSALES", "COMREVENUE", "COMSALES",
+    "INDREVENUE", "INDSALES", "OTHREVENUE", "OTHRSALES", "TOTREVENUE", "TOTSALES",
+)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=1)
+def _eia() -> dict:
+    import csv
+
+    with resources.files("jaxdp").joinpath("data/eia.csv").open("r", newline="") as f:
+        rows = list(csv.reader(f))
+    if tuple(rows[0]) != EIA_COLUMNS or len(rows) != 4093:
+        raise RuntimeError("bundled eia.csv is damaged: reinstall jaxdp.")
+    cols = {}
+    for j, name in enumerate(EIA_COLUMNS):
+        vals = [r[j] for r in rows[1:]]
+        arr = np.asarray(vals, dtype=str) if name in ("UTILNAME", "STATE") else np.asarray(vals, dtype=np.int64)
+        arr.flags.writeable = False
+        cols[name] = arr
+    return cols
+
+
+def load_eia() -> dict[str, np.ndarray]:
+    """The bundled EIA records as read-only columns ``{name: array [4092]}``: UTILNAME and STATE are
+    strings, the rest int64 (some revenue/sales values are negative). Keys in `EIA_COLUMNS` order."""
+    return dict(_eia())
 
 
 def bounds_from_data(data, factor: float = 1.5) -> np.ndarray:

@@ -10,6 +10,10 @@ indices i (row) and j (column):
 
 The 2-D forward transform of an ``n x d`` block is ``y = a^n x a^dᵀ`` and the inverse
 ``x = a^nᵀ y a^d`` (paper Eq. 3).
+
+For the other papers: the orthonormal *real DFT* of a length-n vector (`rdft`/`irdft`, FFT-based,
+used by the histogram mechanisms FPA/SPA/EFPA) and the orthonormal Haar matrix (`haar_matrix`,
+the compressive mechanism's sparsity basis).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from jaxtyping import Array, Float
 
 from jaxdp import _checks
 
-__all__ = ["KINDS", "matrix", "forward", "inverse"]
+__all__ = ["KINDS", "matrix", "forward", "inverse", "rdft", "irdft", "rdft_size", "haar_matrix"]
 
 KINDS = _checks.KINDS
 _HIGHEST = jax.lax.Precision.HIGHEST
@@ -108,3 +112,67 @@ def inverse(c: Float[Array, "*batch n d"], kind: str) -> Float[Array, "*batch n 
       The block of shape ``[..., n, d]`` in the dtype of ``c``.
     """
     return _inverse(_checks.block("c", c), _checks.kind(kind))
+
+
+def rdft_size(n: int, k):
+    """Number of real coordinates of `rdft` that carry the frequencies ``0 … k−1``: ``min(2k − 1, n)``
+    for k ≥ 1, 0 for k = 0 (the DC term is one real number, every other frequency a cos/sin pair,
+    the Nyquist term of an even n one real number). Works on ints and integer arrays."""
+    return jnp.where(k > 0, jnp.minimum(2 * k - 1, n), 0) if not isinstance(k, int) else (min(2 * k - 1, n) if k > 0 else 0)
+
+
+def rdft(x: Float[Array, "*batch n"]) -> Float[Array, "*batch n"]:
+    """Orthonormal real DFT along the last axis: ``n`` real coordinates ordered by frequency.
+
+    With ``F = fft(x) / sqrt(n)`` the coordinates are ``[Re F_0, √2 Re F_1, √2 Im F_1, √2 Re F_2, …]``
+    and, for even n, ``Re F_{n/2}`` last. The map is an orthonormal change of basis (``‖rdft(x)‖₂ =
+    ‖x‖₂``), so a change of one count by 1 moves the coordinate vector by exactly 1 in L2 and the
+    first z coordinates by at most ``√z`` in L1 (the sensitivity used by FPA/SPA/EFPA). Computed with
+    an FFT in O(n log n); any n ≥ 1.
+    """
+    x = jnp.asarray(x)
+    n = x.shape[-1]
+    f = jnp.fft.rfft(x, axis=-1, norm="ortho")
+    h = (n - 1) // 2
+    root2 = np.sqrt(2.0).astype(x.dtype)
+    pairs = jnp.stack([f[..., 1 : h + 1].real * root2, f[..., 1 : h + 1].imag * root2], axis=-1)
+    parts = [f[..., :1].real, pairs.reshape(*x.shape[:-1], 2 * h)]
+    if n % 2 == 0 and n > 1:
+        parts.append(f[..., n // 2 : n // 2 + 1].real)
+    return jnp.concatenate(parts, axis=-1).astype(x.dtype)
+
+
+def irdft(c: Float[Array, "*batch n"]) -> Float[Array, "*batch n"]:
+    """Inverse of `rdft` along the last axis (orthonormal, so also its transpose)."""
+    c = jnp.asarray(c)
+    n = c.shape[-1]
+    h = (n - 1) // 2
+    inv_root2 = np.sqrt(0.5).astype(c.dtype)
+    pairs = c[..., 1 : 2 * h + 1].reshape(*c.shape[:-1], h, 2) * inv_root2
+    cdt = jnp.complex128 if c.dtype == jnp.float64 else jnp.complex64
+    parts = [c[..., :1].astype(cdt), jax.lax.complex(pairs[..., 0], pairs[..., 1])]
+    if n % 2 == 0 and n > 1:
+        parts.append(c[..., n - 1 :].astype(parts[0].dtype))
+    f = jnp.concatenate(parts, axis=-1)
+    return jnp.fft.irfft(f, n=n, axis=-1, norm="ortho").astype(c.dtype)
+
+
+@functools.lru_cache(maxsize=64)
+def _haar64(n: int) -> np.ndarray:
+    if n == 1:
+        return np.ones((1, 1))
+    half = _haar64(n // 2)
+    top = np.kron(half, [1.0, 1.0]) / np.sqrt(2.0)
+    bottom = np.kron(np.eye(n // 2), [1.0, -1.0]) / np.sqrt(2.0)
+    a = np.vstack([top, bottom])
+    a.flags.writeable = False
+    return a
+
+
+def haar_matrix(n: int) -> Float[np.ndarray, "n n"]:
+    """The orthonormal Haar matrix of size ``n`` (a power of two), rows = basis vectors ordered from
+    the coarsest (the constant ``1/√n``) to the finest scale. Read-only float64."""
+    n = _checks.size("n", n)
+    if n & (n - 1):
+        raise ValueError(f"the Haar basis needs n to be a power of two, got n = {n}; pad the vector.")
+    return _haar64(n)

@@ -1,0 +1,372 @@
+"""Histogram publishing (Ács et al. 2012): LPA, FPA, SPA, EFPA, P-HPartition, metrics, data."""
+
+import itertools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.stats
+
+from jaxdp import histogram as H
+from jaxdp import transforms
+
+ALPHA = 1e-4  # false-alarm rate of each statistical test
+
+
+def _cuts_to_config(n, cuts):
+    edges = [0, *sorted(cuts), n]
+    return [list(range(a, b)) for a, b in zip(edges[:-1], edges[1:])]
+
+
+# ------------------------------------------------------------------ transforms used here
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 8, 9, 16])
+def test_rdft_is_the_orthonormal_real_fourier_basis(n, dtype):
+    j = np.arange(n)
+    rows = [np.full(n, 1 / np.sqrt(n))]
+    for f in range(1, (n - 1) // 2 + 1):
+        rows += [np.sqrt(2 / n) * np.cos(2 * np.pi * f * j / n), -np.sqrt(2 / n) * np.sin(2 * np.pi * f * j / n)]
+    if n % 2 == 0 and n > 1:
+        rows.append(np.cos(np.pi * j) / np.sqrt(n))
+    basis = np.asarray(rows)  # float64 reference, rows ordered by frequency
+    x = np.random.default_rng(n).normal(size=(3, n))
+    c = np.asarray(transforms.rdft(jnp.asarray(x, dtype)))
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(c, x @ basis.T, atol=tol)
+    np.testing.assert_allclose(np.asarray(transforms.irdft(jnp.asarray(c, dtype))), x, atol=tol)
+    assert c.dtype == dtype
+
+
+def test_rdft_size_counts_real_coordinates():
+    assert [transforms.rdft_size(8, k) for k in range(6)] == [0, 1, 3, 5, 7, 8]
+    assert [transforms.rdft_size(7, k) for k in range(5)] == [0, 1, 3, 5, 7]
+
+
+@pytest.mark.parametrize("n", [1, 2, 4, 32])
+def test_haar_matrix_is_orthonormal(n):
+    a = transforms.haar_matrix(n)
+    np.testing.assert_allclose(a @ a.T, np.eye(n), atol=1e-12)
+    np.testing.assert_allclose(a[0], np.full(n, 1 / np.sqrt(n)))
+    with pytest.raises(ValueError, match="power of two"):
+        transforms.haar_matrix(6)
+
+
+# ------------------------------------------------------------------ range absolute deviation kernel
+@pytest.mark.parametrize("n", [1, 2, 5, 16, 37, 64])
+def test_abs_dev_matches_brute_force(n, dtype):
+    rng = np.random.default_rng(n)
+    x = rng.integers(0, 40, n).astype(np.float64)
+    lo = rng.integers(0, n + 1, 300)
+    hi = rng.integers(0, n + 1, 300)
+    lo, hi = np.minimum(lo, hi), np.maximum(lo, hi)
+    got = np.asarray(H._abs_dev(H._tree(jnp.asarray(x, dtype)), jnp.asarray(lo, jnp.int32), jnp.asarray(hi, jnp.int32)))
+    ref = np.array([np.abs(x[a:b] - x[a:b].mean()).sum() if b > a else 0.0 for a, b in zip(lo, hi)])
+    np.testing.assert_allclose(got, ref, atol=1e-3 if dtype == np.float32 else 1e-9)
+
+
+# ------------------------------------------------------------------ privacy arguments, brute force
+def _neighbours(h):
+    for i in range(h.size):
+        for s in (-1, 1):
+            g = h.copy()
+            g[i] += s
+            if g[i] >= 0:
+                yield g
+
+
+def test_theorem6_efpa_and_spa_score_sensitivity_is_one_by_brute_force(x64):
+    worst = {"efpa": 0.0, "spa": 0.0}
+    for n in (2, 3, 4, 5):
+        for h in itertools.product(range(4), repeat=n):
+            h = np.asarray(h, np.float64)
+            u = np.asarray(H.efpa_scores(h, epsilon=1.0))
+            big_u = np.asarray(H.spa_scores(h, epsilon=1.0))
+            for g in _neighbours(h):
+                worst["efpa"] = max(worst["efpa"], np.abs(np.asarray(H.efpa_scores(g, epsilon=1.0)) - u).max())
+                worst["spa"] = max(worst["spa"], np.abs(np.asarray(H.spa_scores(g, epsilon=1.0)) - big_u).max())
+    assert worst["efpa"] <= 1 + 1e-9 and worst["spa"] <= 1 + 1e-9
+    assert worst["efpa"] > 0.85  # nearly attained: √((n−1)/n) for n = 5 (the DC term is always kept)
+
+
+def test_lemma2_php_error_sensitivity_is_at_most_two_by_brute_force(x64):
+    worst = 0.0
+    for n in (2, 3, 4, 5):
+        configs = [c for r in range(n) for c in itertools.combinations(range(1, n), r)]
+        for h in itertools.product(range(4), repeat=n):
+            h = np.asarray(h, np.float64)
+            base = [H.configuration_error(h, c, epsilon=1.0) for c in configs]
+            for g in _neighbours(h):
+                for c, e in zip(configs, base):
+                    worst = max(worst, abs(H.configuration_error(g, c, epsilon=1.0) - e))
+    assert worst <= 2.0 + 1e-9
+    assert worst > 1.4  # close to the bound 2(m−1)/m
+
+
+def test_fpa_coordinates_have_l1_sensitivity_sqrt_k():
+    # the first k rdft coordinates of e_i (one record) have L1 norm <= sqrt(k), attained up to rounding
+    for n in (4, 9, 16):
+        basis = np.asarray(transforms.rdft(jnp.eye(n, dtype=jnp.float32)))
+        for k in range(1, n + 1):
+            l1 = np.abs(basis[:, :k]).sum(axis=1).max()
+            assert l1 <= math.sqrt(k) + 1e-5
+
+
+# ------------------------------------------------------------------ the paper's worked example
+def test_fig3_hpartition_example_reproduced():
+    h = [21, 4, 4, 32, 30, 8]
+    assert H.hpartition(h, lam=1) == [[0], [1, 2], [3], [4], [5]]  # C5
+    assert H.hpartition(h, lam=3) == [[0], [1, 2], [3, 4], [5]]  # C4
+    # the errors quoted in Example 1: bisecting {32, 30} lowers RE by 2; the total by 2 - λ
+    c4 = H.configuration_error(h, [1, 3, 5], epsilon=1.0)
+    c5 = H.configuration_error(h, [1, 3, 4, 5], epsilon=1.0)
+    assert c4 - c5 == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------ Lemma 1 (FPA SSE) by simulation
+@pytest.mark.parametrize("k", [1, 5, 20])
+def test_lemma1_fpa_sse_equals_removed_energy_plus_noise(k, key, x64):
+    h = H.synthetic_histogram(3, n=64, kind="smooth", total=5000)
+    eps, reps = 0.5, 4000
+    c = np.asarray(transforms.rdft(jnp.asarray(h, jnp.float64)))
+    expected = np.sum(c[k:] ** 2) + 2 * k**2 / eps**2
+    keys = jax.random.split(key, reps)
+    out = jax.vmap(lambda kk: H._fpa(kk, jnp.asarray(h, jnp.float64), jnp.asarray(eps), k))(keys)
+    sse = np.sum((np.asarray(out) - h) ** 2, axis=1)
+    b = math.sqrt(k) / eps
+    sd = math.sqrt(20 * k * b**4 / reps)  # Var(L²) = 20 b⁴ for Lap(b)
+    z = scipy.stats.norm.ppf(1 - ALPHA / 2)
+    assert abs(sse.mean() - expected) < z * sd
+
+
+# ------------------------------------------------------------------ noise distributions
+def test_lpa_noise_is_laplace(key, x64):
+    h = np.arange(50)
+    out = np.asarray(jax.vmap(lambda kk: H.lpa(kk, h, epsilon=0.3))(jax.random.split(key, 400)))
+    p = scipy.stats.kstest(((out - h) * 0.3).ravel(), "laplace").pvalue
+    assert p > ALPHA
+
+
+def test_efpa_noise_is_laplace_2sqrtz_over_eps_on_every_retained_coordinate(key, x64):
+    h = H.synthetic_histogram(4, n=33, kind="smooth", total=3000).astype(np.float64)
+    eps = 0.7
+    outs, ks = jax.vmap(lambda kk: H._efpa(kk, jnp.asarray(h), jnp.asarray(eps)))(jax.random.split(key, 3000))
+    c = np.asarray(transforms.rdft(jnp.asarray(h)))
+    co = np.asarray(transforms.rdft(outs))
+    z = np.minimum(2 * np.asarray(ks) - 1, h.size)
+    standardized, zeroed = [], []
+    for row, zz in zip(co, z):
+        standardized.append((row[:zz] - c[:zz]) * eps / (2 * math.sqrt(zz)))
+        zeroed.append(row[zz:])
+    assert np.allclose(np.concatenate(zeroed), 0.0, atol=1e-9)
+    p = scipy.stats.kstest(np.concatenate(standardized), "laplace").pvalue
+    assert p > ALPHA
+    # imaginary parts (odd coordinates >= 1) are perturbed, not only real parts / magnitudes
+    odd = [(row[2] - c[2]) for row, zz in zip(co, z) if zz >= 3]
+    assert np.std(odd) > 0.5 * 2 * math.sqrt(3) / eps
+
+
+def test_efpa_choice_of_k_follows_the_exponential_mechanism(key, x64):
+    h = H.synthetic_histogram(5, n=15, kind="step", total=400).astype(np.float64)
+    eps = 1.0
+    scores = np.asarray(H.efpa_scores(h, epsilon=eps))
+    probs = scipy.special.softmax(-eps * scores / 4)
+    _, ks = jax.vmap(lambda kk: H._efpa(kk, jnp.asarray(h), jnp.asarray(eps)))(jax.random.split(key, 20000))
+    counts = np.bincount(np.asarray(ks) - 1, minlength=probs.size)
+    keep = probs * 20000 >= 5
+    obs = np.append(counts[keep], counts[~keep].sum())
+    exp = np.append(probs[keep], probs[~keep].sum()) * 20000
+    mask = exp > 0
+    p = scipy.stats.chisquare(obs[mask], exp[mask] * obs[mask].sum() / exp[mask].sum()).pvalue
+    assert p > ALPHA
+
+
+def test_spa_noise_norm_is_gamma_k(key, x64):
+    # density ∝ exp(-ε_n ‖z‖) in k dimensions ⇔ ‖z‖ ~ Gamma(k, scale 1/ε_n); ε_n = ε/2
+    h = H.synthetic_histogram(6, n=24, kind="smooth", total=2000).astype(np.float64)
+    eps = 0.8
+    outs, ks = jax.vmap(lambda kk: H._spa(kk, jnp.asarray(h), jnp.asarray(eps)))(jax.random.split(key, 4000))
+    c = np.asarray(transforms.rdft(jnp.asarray(h)))
+    co = np.asarray(transforms.rdft(outs))
+    ks = np.asarray(ks)
+    u = [scipy.stats.gamma.cdf(np.linalg.norm(row[:k] - c[:k]), k, scale=2 / eps) for row, k in zip(co, ks)]
+    assert scipy.stats.kstest(u, "uniform").pvalue > ALPHA
+    assert np.allclose([np.abs(row[k:]).max(initial=0) for row, k in zip(co, ks)], 0, atol=1e-9)
+
+
+# ------------------------------------------------------------------ P-HP: exact output distribution
+def _php_exact(h, eps):
+    """Algorithm 4 enumerated exactly (float64): distribution of the final configuration (cut set)."""
+    n = len(h)
+    d = H.php_depth(n)
+    lam = 2 / eps
+
+    def err(cuts):
+        return H.configuration_error(h, cuts, epsilon=1 / lam)
+
+    out = {}
+
+    def rec(queue, cuts, saved, prob):
+        # queue: list of (a, b, depth, leaf) in FIFO order
+        pos = next((i for i, q in enumerate(queue) if not q[3]), None)
+        if pos is None:
+            errs = np.array([err(s) for s in saved])
+            w = scipy.special.softmax(-eps * errs / 16)
+            for s, p in zip(saved, w):
+                out[s] = out.get(s, 0.0) + prob * p
+            return
+        a, b, dep, _ = queue[pos]
+        cands = [None] + list(range(a + 1, b))
+        errs = np.array([err(cuts) if i is None else err(tuple(sorted(cuts + (i,)))) for i in cands])
+        w = scipy.special.softmax(-eps * errs / (16 * d))
+        rest = queue[:pos] + queue[pos + 1 :]
+        for i, p in zip(cands, w):
+            if i is None:
+                rec(rest + [(a, b, dep, True)], cuts, saved + [cuts], prob * p)
+            else:
+                kids = [(a, i, dep + 1, (i - a == 1) or dep + 1 == d), (i, b, dep + 1, (b - i == 1) or dep + 1 == d)]
+                nc = tuple(sorted(cuts + (i,)))
+                rec(rest + kids, nc, saved + [nc], prob * p)
+
+    rec([(0, n, 0, n == 1)], (), [()], 1.0)
+    return out
+
+
+@pytest.mark.parametrize("h", [[0, 5, 5, 1], [3, 0, 0, 4, 4, 0], [9, 0, 1, 0, 7]])
+def test_php_level_parallel_execution_has_the_fifo_algorithms_distribution(h, key, x64):
+    eps = 3.0
+    exact = _php_exact(np.asarray(h, np.float64), eps)
+    trials = 30000
+    _, info = jax.vmap(lambda kk: H._php(kk, jnp.asarray(h, jnp.float64), jnp.asarray(eps)))(jax.random.split(key, trials))
+    cutmask = np.asarray(info.cut)
+    observed = {}
+    for row in cutmask:
+        c = tuple(int(i) for i in np.flatnonzero(row) if i > 0)
+        observed[c] = observed.get(c, 0) + 1
+    assert set(observed) <= set(exact)
+    names = sorted(exact, key=lambda c: -exact[c])
+    big = [c for c in names if exact[c] * trials >= 5]
+    small = [c for c in names if exact[c] * trials < 5]
+    obs = [observed.get(c, 0) for c in big] + [sum(observed.get(c, 0) for c in small)]
+    exp = [exact[c] * trials for c in big] + [sum(exact[c] for c in small) * trials]
+    obs, exp = np.asarray(obs, float), np.asarray(exp)
+    if exp[-1] < 1e-9:
+        obs, exp = obs[:-1], exp[:-1]
+    assert scipy.stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue > ALPHA
+
+
+def test_php_release_adds_laplace_over_cluster_size(key, x64):
+    h = np.asarray([5, 5, 5, 5, 0, 0, 0, 0], np.float64)
+    cuts = [4]
+    out = np.asarray(jax.vmap(lambda kk: H.release_histogram(kk, h, cuts, epsilon=0.5))(jax.random.split(key, 3000)))
+    assert np.allclose(out[:, :4], out[:, :1]) and np.allclose(out[:, 4:], out[:, 4:5])
+    z = np.concatenate([(out[:, 0] - 5) * 4 * 0.5, (out[:, 4] - 0) * 4 * 0.5])
+    assert scipy.stats.kstest(z, "laplace").pvalue > ALPHA
+
+
+def test_php_respects_the_depth_limit_and_keeps_every_bin(key):
+    h = H.synthetic_histogram(7, n=300, kind="sparse", total=20000)
+    out, info = H.php(key, h, epsilon=10.0, return_info=True)
+    assert out.shape == (300,) and np.all(np.isfinite(np.asarray(out)))
+    # depth ⌈log2 300⌉ = 9: at most 2^9 clusters
+    assert 1 <= int(info.clusters) <= 2 ** H.php_depth(300)
+
+
+# ------------------------------------------------------------------ batching and API
+@pytest.mark.parametrize("method", H.METHODS)
+def test_vmap_over_keys_equals_a_loop(method, key):
+    h = H.synthetic_histogram(8, n=40, kind="step", total=1000)
+    kw = {"k": 7} if method == "fpa" else {}
+    keys = jax.random.split(key, 4)
+    batched = jax.vmap(lambda kk: H.publish(kk, h, method=method, epsilon=0.5, **kw))(keys)
+    looped = np.stack([np.asarray(H.publish(kk, h, method=method, epsilon=0.5, **kw)) for kk in keys])
+    np.testing.assert_allclose(np.asarray(batched), looped, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("n", [1, 2, 6, 7])
+def test_every_method_handles_tiny_and_odd_or_even_sizes(n, key):
+    h = np.arange(n)
+    for method in H.METHODS:
+        kw = {"k": 1} if method == "fpa" else {}
+        out = H.publish(key, h, method=method, epsilon=1.0, **kw)
+        assert out.shape == (n,) and np.all(np.isfinite(np.asarray(out)))
+
+
+def test_large_epsilon_recovers_the_histogram(key):
+    h = H.synthetic_histogram(9, n=64, kind="step", total=5000)
+    for method in ("lpa", "efpa"):
+        out = np.asarray(H.publish(key, h, method=method, epsilon=1e5))
+        assert np.abs(out - h).max() < 1.0, method
+    # P-HP finds the clusters of a piecewise-constant histogram (within its depth limit)
+    steps = np.repeat([5, 0, 9, 9, 2], [8, 8, 16, 8, 24])
+    out, info = H.php(key, steps, epsilon=1e5, return_info=True)
+    assert np.abs(np.asarray(out) - steps).max() < 0.01
+    assert {0, 8, 16, 40} <= set(np.flatnonzero(np.asarray(info.cut)).tolist())  # extra cuts cost only λ = 2/ε
+
+
+# ------------------------------------------------------------------ metrics
+def test_kl_divergence_matches_scipy_with_documented_smoothing():
+    h = np.asarray([0, 3, 5, 2, 0])
+    r = np.asarray([[1.0, -2.0, 4.0, 2.5, 0.0]])
+    q = np.maximum(r[0], 0) + 0.5
+    assert H.kl_divergence(h, r, smoothing=0.5)[0] == pytest.approx(scipy.stats.entropy(h / h.sum(), q / q.sum()))
+    assert H.kl_divergence(h, h.astype(float), smoothing=1e-12) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_range_query_mse_matches_brute_force():
+    rng = np.random.default_rng(0)
+    h = rng.integers(0, 9, 20)
+    r = h + rng.normal(size=(2, 20))
+    sizes, mse = H.range_query_mse(h, r)
+    assert list(sizes) == [2, 4, 8, 16]
+    for j, s in enumerate(sizes):
+        ref = np.mean([[(r[b, a : a + s].sum() - h[a : a + s].sum()) ** 2 for a in range(20 - s + 1)] for b in range(2)], axis=1)
+        np.testing.assert_allclose(mse[:, j], ref)
+
+
+# ------------------------------------------------------------------ data and bad input
+def test_bundled_and_synthetic_histograms():
+    for name in H.BUNDLED:
+        h = H.bundled_histogram(name, bins=1024)
+        assert h.shape == (1024,) and h.sum() in (1080, 4092)
+    for kind in ("smooth", "sparse", "step"):
+        h = H.synthetic_histogram(1, n=512, kind=kind, total=10_000)
+        assert h.sum() == 10_000 and np.array_equal(h, H.synthetic_histogram(1, n=512, kind=kind, total=10_000))
+    assert (H.synthetic_histogram(1, n=4096, kind="sparse") > 0).mean() < 0.05
+
+
+def test_load_histogram(tmp_path):
+    p = tmp_path / "h.csv"
+    p.write_text("bin,count\n0,3\n1,0\n2,7\n")
+    assert list(H.load_histogram(str(p))) == [3, 0, 7]
+    p.write_text("4\n5\n\n6\n")
+    assert list(H.load_histogram(str(p))) == [4, 5, 6]
+    p.write_text("4\n-1\n")
+    with pytest.raises(ValueError, match="negative count -1.0 at bin 1"):
+        H.load_histogram(str(p))
+    p.write_text("4\nabc\n")
+    with pytest.raises(ValueError, match="not a number"):
+        H.load_histogram(str(p))
+
+
+def test_bad_input_is_rejected_with_clear_errors(key):
+    with pytest.raises(ValueError, match="negative"):
+        H.efpa(key, [1, -2, 3], epsilon=1.0)
+    with pytest.raises(ValueError, match="non-integer"):
+        H.php(key, [1, 2.5, 3], epsilon=1.0)
+    with pytest.raises(ValueError, match="empty"):
+        H.lpa(key, [], epsilon=1.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        H.spa(key, [1, 2], epsilon=0.0)
+    with pytest.raises(ValueError, match="1-D"):
+        H.lpa(key, [[1, 2]], epsilon=1.0)
+    with pytest.raises(ValueError, match="k = 5 exceeds"):
+        H.fpa(key, [1, 2, 3], epsilon=1.0, k=5)
+    with pytest.raises(ValueError, match="needs k"):
+        H.publish(key, [1, 2], method="fpa", epsilon=1.0)
+    with pytest.raises(ValueError, match="method"):
+        H.publish(key, [1, 2], method="wavelet", epsilon=1.0)
+    with pytest.raises(TypeError, match="typed PRNG key"):
+        H.lpa(jax.random.PRNGKey(0), [1, 2], epsilon=1.0)
+    with pytest.raises(ValueError, match="no records"):
+        H.kl_divergence([0, 0], [1.0, 1.0])
