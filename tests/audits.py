@@ -250,3 +250,57 @@ def wevent_publication_case():
 
 CASES["w-event M_i1 (dissimilarity)"] = wevent_dissimilarity_case
 CASES["w-event M_i2 (BD publication)"] = wevent_publication_case
+
+
+def efpa_case():
+    """EFPA (histogram Algorithm 2) on 4 bins; neighbours differ by one record in bin 1.
+
+    Statistic: the Im F_1 coordinate of the release. The mutant follows the paper's sentence "the
+    real-valued noise is only added to the magnitude of coefficients" literally: it perturbs only the
+    cosine (real-part) coordinates and releases the sine (imaginary-part) ones exactly.
+    """
+    from jaxdp import histogram, transforms
+
+    eps = 2.0
+
+    def mech(key, h):
+        return transforms.rdft(histogram._efpa(key, h, jnp.asarray(eps, h.dtype))[0])[2]
+
+    def mutant(key, h):
+        n = h.shape[0]
+        k_sel, k_noise = jax.random.split(key)
+        idx = jax.random.categorical(k_sel, -eps * histogram._efpa_scores(h, jnp.asarray(eps, h.dtype)) / 4.0)
+        z = transforms.rdft_size(n, idx + 1)
+        i = jnp.arange(n)
+        sine = (i >= 2) & (i % 2 == 0) & (i < 2 * ((n - 1) // 2) + 1)
+        noise = jnp.where(sine, 0.0, jax.random.laplace(k_noise, (n,), h.dtype) * 2.0 * jnp.sqrt(z.astype(h.dtype)) / eps)
+        return jnp.where(i < z, transforms.rdft(h) + noise, 0.0)[2]
+
+    return eps, mech, mutant, jnp.zeros(4), jnp.zeros(4).at[1].set(1.0), {}
+
+
+def php_case():
+    """P-HPartition (histogram Algorithm 4) on 2 bins; statistic: are bins 0 and 1 in one cluster?
+
+    The mutant picks the clustering non-privately (HPartition's greedy rule instead of the exponential
+    mechanisms) and then releases it with ReleaseHistogram at ε/2 as P-HP does.
+    """
+    from jaxdp import histogram
+
+    eps = 4.0
+
+    def mech(key, h):
+        out, _ = histogram._php(key, h, jnp.asarray(eps, h.dtype))
+        return (out[0] == out[1]).astype(jnp.float32)
+
+    def mutant(key, h):
+        # HPartition on 2 bins: bisect iff RE(whole) = |h0 − h1| exceeds the cost λ = 2/ε of a cluster
+        cut = jnp.stack([jnp.asarray(True), jnp.abs(h[0] - h[1]) > 2.0 / eps])
+        out = histogram._release(key, h, cut, jnp.asarray(eps / 2, h.dtype))
+        return (out[0] == out[1]).astype(jnp.float32)
+
+    return eps, mech, mutant, jnp.zeros(2), jnp.asarray([1.0, 0.0]), dict(discrete=True)
+
+
+CASES["histogram EFPA"] = efpa_case
+CASES["histogram P-HP"] = php_case
