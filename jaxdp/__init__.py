@@ -14,13 +14,19 @@ Modules:
   reorder      Algorithm 2's footrule-constrained reordering (not DP; opt-in)
   audit        empirical DP auditing (Clopper-Pearson lower bounds on ε)
   wevent       w-event privacy for count streams: Uniform, Sample, BD, BA
+  histogram    histograms by lossy compression: LPA, FPA, SPA, EFPA, P-HPartition
+  compressive  the compressive mechanism, binary-tree counters, CMCO
+  bucketize    F′-privacy bucketization (TwoSize, MultiSize, exact MILP, Anatomy); Theorem 2
 """
 
 from jaxdp import (
     audit,
     baselines,
+    bucketize,
+    compressive,
     codec,
     datasets,
+    histogram,
     mechanisms,
     orders,
     predict,
@@ -51,6 +57,9 @@ __all__ = [
     "audit",
     "reorder",
     "wevent",
+    "histogram",
+    "compressive",
+    "bucketize",
     "baselines",
     "codec",
     "predict",
