@@ -304,3 +304,31 @@ def php_case():
 
 CASES["histogram EFPA"] = efpa_case
 CASES["histogram P-HP"] = php_case
+
+
+def compressive_case():
+    """The compressive mechanism's measurement step: y* = ΦD + Lap(√k/ε)^k with a public Φ ∈ {±1/√k}^{k×n}.
+
+    Neighbours at L1 distance 1 (D = 0 vs D = e_0). Statistic: the log-likelihood ratio of the two inputs
+    (the most powerful test), rounded to 4 decimals. The mutant calibrates the noise to sensitivity 1 (forgetting that the k
+    samples move by √k in L1, Appendix A).
+    """
+    from jaxdp import compressive
+
+    eps, k, n = 1.0, 4, 4
+    phi = compressive.projection(jax.random.key(123), k, n, jnp.float32)
+    y0 = jnp.zeros(k)
+    y1 = phi[:, 0]
+
+    def make(scale):
+        def mech(key, d):
+            y = phi @ d + scale * jax.random.laplace(key, (k,))
+            # rounded so that the atom at the maximal ratio is not split by float rounding of the sum
+            return jnp.round(jnp.sum(jnp.abs(y - y0) - jnp.abs(y - y1)) / scale, 4)
+
+        return mech
+
+    return eps, make(np.sqrt(k) / eps), make(1.0 / eps), jnp.zeros(n), jnp.zeros(n).at[0].set(1.0), {}
+
+
+CASES["compressive measurement"] = compressive_case
