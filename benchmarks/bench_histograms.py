@@ -108,6 +108,77 @@ def numpy_php(rng, h, eps):
     return out
 
 
+@jax.jit
+def _candidate_errors(tree, a, b, size_mask, lam):
+    """Errors of all |C| candidates of partition [a, b) (padded to a power of two): one jitted step."""
+    pos = a + jnp.arange(size_mask.shape[0])
+    pos = jnp.where(size_mask, pos, a)
+    q = H._abs_dev(tree, jnp.concatenate([jnp.full_like(pos, a), jnp.full_like(pos, a), pos]),
+                   jnp.concatenate([jnp.full_like(pos, b), pos, jnp.full_like(pos, b)]))
+    n = pos.shape[0]
+    whole, split = q[:n] + lam, q[n : 2 * n] + q[2 * n :] + 2 * lam
+    return jnp.where(pos == a, whole, split)
+
+
+def host_loop_php(rng, h, eps):
+    """P-HP as the paper's FIFO queue: a host loop over queue items, each scored by one jitted step (the
+    same merge-sort-tree kernel; partitions padded to powers of two to bound recompilation)."""
+    n = h.size
+    d = H.php_depth(n)
+    lam = 2 / eps
+    tree = H._tree(jnp.asarray(h, jnp.float32))
+    queue = [(0, n, 0, n == 1)]
+    err = float(np.abs(h - h.mean()).sum()) + lam
+    saved, cuts = [(err, ())], []
+    while True:
+        pos = next((i for i, q in enumerate(queue) if not q[3]), None)
+        if pos is None:
+            break
+        a, b, dep, _ = queue.pop(pos)
+        width = 1 << max(0, (b - a - 1).bit_length())
+        mask = np.arange(width) < (b - a)
+        cand = np.asarray(_candidate_errors(tree, a, b, jnp.asarray(mask), jnp.float32(lam)))[: b - a]
+        logits = -eps * cand / (16 * d)
+        p = np.exp(logits - logits.max())
+        i = rng.choice(cand.size, p=p / p.sum())
+        err += float(cand[i] - cand[0])
+        if i == 0:
+            queue.append((a, b, dep, True))
+        else:
+            c = a + i
+            cuts.append(c)
+            queue += [(a, c, dep + 1, c - a == 1 or dep + 1 == d), (c, b, dep + 1, b - c == 1 or dep + 1 == d)]
+        saved.append((err, tuple(cuts)))
+    errs = np.array([e for e, _ in saved])
+    logits = -eps * errs / 16
+    p = np.exp(logits - logits.max())
+    final = saved[rng.choice(len(saved), p=p / p.sum())][1]
+    edges = [0, *sorted(final), n]
+    out = np.empty(n)
+    for a, b in zip(edges[:-1], edges[1:]):
+        out[a:b] = (h[a:b].sum() + rng.laplace() * 2 / eps) / (b - a)
+    return out, len(saved) - 1
+
+
+def queue_strategies(bins_list=(1024, 4096, 16384)):
+    print("\nP-HP execution strategies (synthetic sparse, ε = 0.1): level-parallel scan vs host FIFO loop over jitted steps\n")
+    print("| bins | queue steps (host loop) | level scan s | host loop s | host / scan |")
+    print("|---|---|---|---|---|")
+    for bins in bins_list:
+        h = H.synthetic_histogram(5, n=bins, kind="sparse", total=max(bins // 2, 100))
+        hj = jnp.asarray(h, jnp.float32)
+        eps = jnp.asarray(0.1, jnp.float32)
+        key = jax.random.key(4)
+        jax.block_until_ready(H._php(key, hj, eps))
+        scan = _time(lambda: H._php(key, hj, eps)[0])
+        rng = np.random.default_rng(0)
+        host_loop_php(rng, h.astype(np.float64), 0.1)  # compile the padded sizes
+        t0 = time.perf_counter()
+        _, steps = host_loop_php(rng, h.astype(np.float64), 0.1)
+        host = time.perf_counter() - t0
+        print(f"| {bins:,} | {steps:,} | {scan:.3f} | {host:.3f} | {host / scan:.1f}× |", flush=True)
+
+
 # ------------------------------------------------------------------ utility
 def utility(reps):
     keys = jax.random.split(jax.random.key(1), reps)
@@ -179,11 +250,16 @@ def main():
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--speed-bins", type=int, default=65536)
     parser.add_argument("--skip-utility", action="store_true")
+    parser.add_argument("--strategies-only", action="store_true")
     args = parser.parse_args()
     print(f"machine: {platform.machine()} | {os.cpu_count()} CPUs | JAX {jax.__version__} | {args.reps} repetitions")
+    if args.strategies_only:
+        queue_strategies()
+        return
     if not args.skip_utility:
         utility(args.reps)
     speed(args.speed_bins)
+    queue_strategies()
 
 
 if __name__ == "__main__":
