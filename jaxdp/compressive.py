@@ -45,7 +45,7 @@ from jaxdp import _checks, transforms
 
 __all__ = [
     "CompressiveConfig", "CompressiveResult", "basis_matrix", "min_c5", "max_sparsity", "sparsity_scores", "measurements", "projection",
-    "recover", "compressive", "laplace_identity", "tree_counter", "continual_identity", "cmco",
+    "recover", "compressive", "laplace_identity", "tree_counter", "TreeCounter", "continual_identity", "cmco",
     "synthetic_compressible", "bundled_vector", "load_vector", "BUNDLED",
 ]  # fmt: skip
 
@@ -405,35 +405,75 @@ def tree_counter(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: floa
         raise ValueError(f"horizon {horizon} is shorter than the stream ({x.shape[0]}).")
     xs = jnp.asarray(x if x.ndim == 2 else x[:, None], _checks.float_dtype())
     scale = (_tree_levels(horizon) + 1) * l1_sensitivity / epsilon
-    out = _tree_jit(key, xs, jnp.asarray(scale, xs.dtype), _tree_levels(horizon))
+    keys = jax.random.split(key, horizon)[: x.shape[0]]
+    out = _tree_jit(keys, xs, jnp.asarray(scale, xs.dtype), _tree_levels(horizon))
     return out if x.ndim == 2 else out[:, 0]
 
 
-def _tree_scan(key, xs, scale, levels):
-    """Registers ``[L+1, k]``: level i holds the open segment of length 2^i; closed ones are frozen in
-    `closed` until the output no longer needs them."""
+def _tree_step(levels, scale, carry, inp):
+    """One time step. Registers ``[L+1, k]``: level i holds the open segment of length 2^i (initialised
+    with noise when it opens); closed ones are frozen in `closed` until the output no longer needs them."""
+    regs, closed = carry
+    t, x, kt = inp  # t is 1-based
+    lv = jnp.arange(levels + 1)
+    opening = ((t - 1) % (2**lv)) == 0  # the segment of level i starts at t
+    fresh = jax.random.laplace(kt, regs.shape, regs.dtype) * scale
+    regs = jnp.where(opening[:, None], fresh, regs) + x[None, :]
+    ending = (t % (2**lv)) == 0  # the segment of level i ends at t: freeze it
+    closed = jnp.where(ending[:, None], regs, closed)
+    bits = ((t >> lv) & 1) == 1  # the tiling of [1, t] uses level i iff bit i of t is set
+    out = jnp.sum(jnp.where(bits[:, None], closed, 0.0), axis=0)
+    return (regs, closed), out
+
+
+def _tree_scan(keys, xs, scale, levels):
     t_len, k = xs.shape
-    keys = jax.random.split(key, t_len)
-
-    def step(carry, inp):
-        regs, closed = carry
-        t, x, kt = inp  # t is 1-based
-        lv = jnp.arange(levels + 1)
-        opening = ((t - 1) % (2**lv)) == 0  # segment of level i starts at t
-        fresh = jax.random.laplace(kt, (levels + 1, k), xs.dtype) * scale
-        regs = jnp.where(opening[:, None], fresh, regs) + x[None, :]
-        ending = (t % (2**lv)) == 0  # segment of level i ends at t: freeze it
-        closed = jnp.where(ending[:, None], regs, closed)
-        bits = ((t >> lv) & 1) == 1  # the tiling of [1, t] uses level i iff bit i of t is set
-        out = jnp.sum(jnp.where(bits[:, None], closed, 0.0), axis=0)
-        return (regs, closed), out
-
     init = (jnp.zeros((levels + 1, k), xs.dtype), jnp.zeros((levels + 1, k), xs.dtype))
-    _, out = jax.lax.scan(step, init, (jnp.arange(1, t_len + 1), xs, keys))
+    _, out = jax.lax.scan(functools.partial(_tree_step, levels, scale), init, (jnp.arange(1, t_len + 1), xs, keys))
     return out
 
 
 _tree_jit = jax.jit(_tree_scan, static_argnums=(3,))
+_tree_push = jax.jit(_tree_step, static_argnums=(0,))
+
+
+class TreeCounter:
+    """Streaming binary-tree counter: ``push(x) → noisy Σ_{j ≤ t} x_j``, identical to `tree_counter` for the
+    same key and horizon. The only state is the noisy registers (`state`): raw inputs are never stored, so
+    an intrusion that reads the state sees ε-DP values (pan-privacy).
+
+    Args: key: typed PRNG key. epsilon: ε > 0. horizon: the public maximum number of pushes. k: width of
+    each input. l1_sensitivity: bound on the L1 change of one input.
+    """
+
+    def __init__(self, key: jax.Array, *, epsilon: float, horizon: int, k: int = 1, l1_sensitivity: float = 1.0):
+        _checks.key(key)
+        _checks.positive_scalar("epsilon", epsilon)
+        self._horizon = _checks.size("horizon", horizon)
+        self._k = _checks.size("k", k)
+        self._levels = _tree_levels(self._horizon)
+        dtype = _checks.float_dtype()
+        self._keys = jax.random.split(key, self._horizon)
+        self._scale = jnp.asarray((self._levels + 1) * l1_sensitivity / epsilon, dtype)
+        zeros = jnp.zeros((self._levels + 1, self._k), dtype)
+        self._carry = (zeros, zeros)
+        self._t = 0
+
+    @property
+    def state(self):
+        """The noisy registers (open and closed), ``([L+1, k], [L+1, k])`` — all an intruder could read."""
+        return self._carry
+
+    def push(self, x) -> jax.Array:
+        if self._t >= self._horizon:
+            raise ValueError(f"the counter's horizon of {self._horizon} steps is used up (its budget covers no more).")
+        v = np.asarray(x, np.float64).reshape(-1)
+        if v.size != self._k or not np.all(np.isfinite(v)):
+            raise ValueError(f"push takes {self._k} finite value(s), got {np.asarray(x).shape}.")
+        self._carry, out = _tree_push(self._levels, self._scale, self._carry,
+                                      (jnp.asarray(self._t + 1), jnp.asarray(v, self._scale.dtype), self._keys[self._t]))
+        self._t += 1
+        return out if self._k > 1 else out[0]
 
 
 def continual_identity(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: float = 1.0) -> Float[Array, " T"]:

@@ -198,3 +198,19 @@ def test_bundled_vectors_and_loader(tmp_path):
     p = tmp_path / "v.csv"
     p.write_text("value\n1.5\n2\n")
     assert list(C.load_vector(str(p))) == [1.5, 2.0]
+
+
+def test_streaming_tree_counter_equals_batch_and_holds_only_noisy_state(key, x64):
+    stream = np.random.default_rng(0).integers(0, 3, 20).astype(float)
+    batch = np.asarray(C.tree_counter(key, stream, epsilon=0.5, horizon=32))
+    counter = C.TreeCounter(key, epsilon=0.5, horizon=32)
+    pushed = np.array([float(counter.push(v)) for v in stream])
+    np.testing.assert_allclose(pushed, batch, rtol=1e-12)
+    regs, closed = counter.state
+    # every register that has opened carries its own noise: none equals a raw partial sum of the inputs
+    sums = {float(stream[a:b].sum()) for a in range(21) for b in range(a, 21)}
+    assert not any(float(r) in sums for r in np.asarray(regs).ravel() if r != 0)
+    with pytest.raises(ValueError, match="horizon"):
+        c = C.TreeCounter(key, epsilon=1.0, horizon=1)
+        c.push(1.0)
+        c.push(1.0)
