@@ -95,9 +95,24 @@ def basis_matrix(basis, n: int) -> np.ndarray:
     return psi
 
 
+_EXACT_C5_MAX_N = 4096
+
+
 def min_c5(basis, n: int, *, c2: float = 1.0) -> float:
     """The smallest valid C₅: ``C₂ · max_j ‖Ψᵀ e_j‖₁`` (Δ = 1), so that u(D, S) of Eq. (1) has
-    sensitivity ≤ C₅/√S for every S."""
+    sensitivity ≤ C₅/√S for every S.
+
+    Exact for Haar (every e_j has the same coefficient magnitudes: computed by the fast transform) and for
+    any matrix up to n = 4096; for a DCT beyond that the valid bound ``√n`` (the
+    L1 norm of a unit vector in R^n is at most √n) is used instead of building the n × n matrix.
+    """
+    n = _checks.size("n", n)
+    if isinstance(basis, str) and basis == "haar":
+        if n & (n - 1):
+            raise ValueError(f"the Haar basis needs n to be a power of two, got n = {n}; pad the vector.")
+        return float(c2 * np.abs(np.asarray(_haar_analysis(jnp.eye(1, n, dtype=jnp.float32)[0]))).sum() * (1 + 1e-6))
+    if isinstance(basis, str) and basis == "dct" and n > _EXACT_C5_MAX_N:
+        return float(c2 * np.sqrt(n))  # ‖column‖₁ ≤ √n ‖column‖₂ = √n for any orthonormal matrix
     psi = basis_matrix(basis, n)
     return float(c2 * np.abs(psi).sum(axis=1).max())
 
@@ -229,7 +244,10 @@ def _recover(phi, y, s, psi_x, psi_t, iterations, refit):
         return psi_t(r @ phi)
 
     def keep_top(v):
-        thr = jnp.sort(jnp.abs(v))[n - jnp.clip(s, 1, n)]
+        if isinstance(s, int):  # static S: a top-k instead of a full sort
+            thr = jax.lax.top_k(jnp.abs(v), max(1, min(s, n)))[0][-1]
+        else:
+            thr = jnp.sort(jnp.abs(v))[n - jnp.clip(s, 1, n)]
         return jnp.where(jnp.abs(v) >= thr, v, 0.0)
 
     x0 = keep_top(at(y))
@@ -328,7 +346,7 @@ def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig 
     k = measurements(n, s, config.c_k) if k is None else _checks.size("k", k)
     if k > n:
         raise ValueError(f"k = {k} samples exceed n = {n}: the projection would not compress; choose k <= n.")
-    out = _compressive_jit(k_phi, k_noise, dj, jnp.asarray(s), jnp.asarray(eps_noise / config.l1_sensitivity, dtype),
+    out = _compressive_jit(k_phi, k_noise, dj, s, jnp.asarray(eps_noise / config.l1_sensitivity, dtype),
                            k, _basis_key(config.basis), config.iterations, config.refit)
     return CompressiveResult(out, s, k)
 
@@ -349,7 +367,7 @@ class _HashableMatrix:
         return isinstance(other, _HashableMatrix) and np.array_equal(self.m, other.m)
 
 
-@functools.partial(jax.jit, static_argnums=(5, 6, 7, 8))
+@functools.partial(jax.jit, static_argnums=(3, 5, 6, 7, 8))
 def _compressive_jit(k_phi, k_noise, d, s, eps_noise, k, basis, iterations, refit):
     n = d.shape[0]
     basis = basis.m if isinstance(basis, _HashableMatrix) else basis
@@ -532,7 +550,26 @@ def synthetic_compressible(seed: int, *, n: int = 4096, basis="haar", p: float =
     mags = scale * np.arange(1, n + 1, dtype=np.float64) ** (-1.0 / p)
     x = np.zeros(n)
     x[rng.permutation(n)] = mags * rng.choice([-1.0, 1.0], n)
-    return basis_matrix(basis, n) @ x + offset
+    return _synthesize64(basis, x) + offset
+
+
+def _synthesize64(basis, x: np.ndarray) -> np.ndarray:
+    """Ψx in float64 NumPy without building Ψ for the named bases (Haar: O(n); DCT: SciPy's FFT-based idct)."""
+    import scipy.fft
+
+    n = x.size
+    if isinstance(basis, str) and basis == "haar":
+        if n & (n - 1):
+            raise ValueError(f"the Haar basis needs n to be a power of two, got n = {n}; pad the vector.")
+        cur, pos, width = x[:1], 1, 1
+        while width < n:
+            diff = x[pos : pos + width]
+            cur = np.stack([(cur + diff), (cur - diff)], axis=-1).reshape(2 * width) / np.sqrt(2.0)
+            pos, width = pos + width, 2 * width
+        return cur
+    if isinstance(basis, str) and basis == "dct":
+        return scipy.fft.idct(x, type=2, norm="ortho")
+    return basis_matrix(basis, n) @ x
 
 
 BUNDLED = ("census-afnlwgt-sorted", "eia-totsales-by-utility")

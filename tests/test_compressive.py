@@ -214,3 +214,13 @@ def test_streaming_tree_counter_equals_batch_and_holds_only_noisy_state(key, x64
         c = C.TreeCounter(key, epsilon=1.0, horizon=1)
         c.push(1.0)
         c.push(1.0)
+
+
+def test_min_c5_fast_paths_match_the_matrix():
+    for n in (1, 2, 64, 1024):
+        exact = np.abs(C.basis_matrix("haar", n)).sum(axis=1).max()
+        assert C.min_c5("haar", n) == pytest.approx(exact, rel=1e-5) and C.min_c5("haar", n) >= exact
+    exact = np.abs(C.basis_matrix("dct", 4096)).sum(axis=1).max()
+    bound = C.min_c5("dct", 8192) / np.sqrt(2)  # the large-n bound √n, evaluated at n = 4096
+    assert bound >= exact  # valid, and within 15 % of the exact value
+    assert bound < 1.15 * exact
