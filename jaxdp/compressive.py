@@ -45,7 +45,7 @@ from jaxdp import _checks, transforms
 
 __all__ = [
     "CompressiveConfig", "CompressiveResult", "basis_matrix", "min_c5", "max_sparsity", "sparsity_scores", "measurements", "projection",
-    "recover", "compressive", "laplace_identity", "tree_counter", "TreeCounter", "continual_identity", "cmco",
+    "recover", "compressive", "compressive_many", "laplace_identity", "tree_counter", "TreeCounter", "continual_identity", "cmco",
     "synthetic_compressible", "bundled_vector", "load_vector", "BUNDLED",
 ]  # fmt: skip
 
@@ -513,30 +513,84 @@ def cmco(key: jax.Array, stream, *, epsilon: float, k: int, sparsity: int, times
     per-counter calibration would spend k·ε (see the module notes).
 
     Args:
-      key: typed PRNG key. stream: D ``[T]``. epsilon: ε > 0. k: number of counters (public).
-      sparsity: S used by the recovery (public). times: the 1-based times t at which to reconstruct.
+      key: typed PRNG key, or a key array ``[R]`` for R repetitions as one vmapped program. stream: D ``[T]``.
+      epsilon: ε > 0. k: number of counters (public). sparsity: S used by the recovery (public).
+      times: the 1-based times t at which to reconstruct.
 
     Returns:
-      A list of D*_t arrays, shape ``[t]`` each, in the order of `times`.
+      A list of D*_t arrays, shape ``[t]`` each (``[R, t]`` with a key array), in the order of `times`.
     """
     _checks.key(key)
+    _checks.positive_scalar("epsilon", epsilon)
     v = _check_vector(stream, "stream")
     big_t = v.size
     k = _checks.size("k", k)
-    times = [int(t) for t in times]
-    if any(t < 1 or t > big_t for t in times):
-        raise ValueError(f"times must lie in [1, T = {big_t}].")
+    sparsity = _checks.size("sparsity", sparsity)
+    times = tuple(int(t) for t in times)
+    if not times or any(t < 1 or t > big_t for t in times):
+        raise ValueError(f"times must be a non-empty list of values in [1, T = {big_t}].")
+    if isinstance(basis, str):
+        for t in times:
+            _psi_ops(basis, t, np.float32)  # validates (Haar needs powers of two)
+    scale = (_tree_levels(big_t) + 1) * math.sqrt(k) * l1_sensitivity / epsilon
+    dj = jnp.asarray(v, _checks.float_dtype())
+    args = (jnp.asarray(scale, dj.dtype), k, times, _basis_key(basis), sparsity, iterations, refit)
+    if key.shape == ():
+        return list(_cmco_jit(key, dj, *args))
+    return list(jax.vmap(lambda kk: _cmco_jit(kk, dj, *args))(key))
+
+
+@functools.partial(jax.jit, static_argnums=(3, 4, 5, 6, 7, 8))
+def _cmco_jit(key, v, scale, k, times, basis, sparsity, iterations, refit):
+    basis = basis.m if isinstance(basis, _HashableMatrix) else basis
+    big_t = v.shape[0]
     k_phi, k_tree = jax.random.split(key)
-    phi = projection(k_phi, k, big_t)  # column t is Φ_t
-    u = (phi * jnp.asarray(v, phi.dtype)[None, :]).T  # [T, k]
-    sums = tree_counter(k_tree, np.asarray(u), epsilon=epsilon, l1_sensitivity=math.sqrt(k) * l1_sensitivity,
-                        horizon=big_t)
+    phi = projection(k_phi, k, big_t, v.dtype)  # column t is Φ_t (public)
+    u = (phi * v[None, :]).T  # [T, k]: u_t = Φ_t D[t]
+    sums = _tree_scan(jax.random.split(k_tree, big_t), u, scale, _tree_levels(big_t))
     out = []
     for t in times:
-        psi_x, psi_t = _psi_ops(basis, t, phi.dtype)
-        out.append(jax.jit(_recover, static_argnums=(3, 4, 5, 6))(
-            phi[:, :t], sums[t - 1], jnp.asarray(min(sparsity, t)), psi_x, psi_t, iterations, refit))
-    return out
+        psi_x, psi_t = _psi_ops(basis, t, v.dtype)
+        out.append(_recover(phi[:, :t], sums[t - 1], min(sparsity, t), psi_x, psi_t, iterations, refit))
+    return tuple(out)
+
+
+def compressive_many(keys: jax.Array, d, *, epsilon: float, config: CompressiveConfig = CompressiveConfig()
+                     ) -> CompressiveResult:
+    """R independent runs of `compressive` (key array ``[R]``) as few vmapped programs: S is drawn for all
+    keys at once, then the runs are grouped by S (hence k) and each group is one vmapped call.
+
+    Returns a `CompressiveResult` with ``release [R, n]``, ``sparsity [R]`` and ``k [R]`` (NumPy ints).
+    Same distribution as R calls of `compressive` (not the same draws: keys are split differently).
+    """
+    _checks.key(keys)
+    if keys.ndim != 1:
+        raise ValueError(f"keys must be a 1-D key array [R], got shape {keys.shape}.")
+    _checks.positive_scalar("epsilon", epsilon)
+    v = _check_vector(d)
+    n = v.size
+    dtype = _checks.float_dtype()
+    c5 = _c5(config, n)
+    if not 0 < config.select_fraction < 1:
+        raise ValueError(f"select_fraction must lie in (0, 1), got {config.select_fraction}.")
+    dj = jnp.asarray(v, dtype)
+    psi_x, psi_t = _psi_ops(config.basis, n, dtype)
+    eps_sel = config.select_fraction * epsilon
+    eps_noise = (epsilon - eps_sel) / config.l1_sensitivity
+    split = jax.vmap(lambda kk: jax.random.split(kk, 3))(keys)
+    x = psi_t(dj)
+    s_all = np.asarray(jax.vmap(lambda kk: _select_s(kk, x, eps_sel, eps_noise, config.c2, config.c4,
+                                                     c5 * config.l1_sensitivity, max_sparsity(n, config.c_k)))(split[:, 1]))
+    out = np.zeros((keys.shape[0], n), dtype)
+    ks = np.zeros(keys.shape[0], np.int64)
+    for s_ in np.unique(s_all):
+        idx = np.flatnonzero(s_all == s_)
+        k = measurements(n, int(s_), config.c_k)
+        run = jax.vmap(lambda a, b: _compressive_jit(a, b, dj, int(s_), jnp.asarray(eps_noise, dtype), k,
+                                                     _basis_key(config.basis), config.iterations, config.refit))
+        out[idx] = np.asarray(run(split[idx, 0], split[idx, 2]))
+        ks[idx] = k
+    return CompressiveResult(out, s_all.astype(np.int64), ks)
 
 
 # --------------------------------------------------------------------------------------- data

@@ -224,3 +224,15 @@ def test_min_c5_fast_paths_match_the_matrix():
     bound = C.min_c5("dct", 8192) / np.sqrt(2)  # the large-n bound √n, evaluated at n = 4096
     assert bound >= exact  # valid, and within 15 % of the exact value
     assert bound < 1.15 * exact
+
+
+def test_batched_runs_match_single_runs_in_distribution_and_shape(key):
+    d = C.synthetic_compressible(5, n=256)
+    keys = jax.random.split(key, 6)
+    res = C.compressive_many(keys, d, epsilon=0.5)
+    assert res.release.shape == (6, 256) and res.sparsity.shape == (6,) and np.all(res.k >= 1)
+    assert np.all(res.k == [C.measurements(256, int(s), 4.0) for s in res.sparsity])
+    outs = C.cmco(keys[:3], d, epsilon=1.0, k=16, sparsity=4, times=[128, 256])
+    assert outs[0].shape == (3, 128) and outs[1].shape == (3, 256)
+    single = C.cmco(keys[0], d, epsilon=1.0, k=16, sparsity=4, times=[128, 256])
+    np.testing.assert_allclose(np.asarray(single[1]), np.asarray(outs[1][0]), rtol=1e-4, atol=1e-2)
