@@ -117,6 +117,17 @@ def min_c5(basis, n: int, *, c2: float = 1.0) -> float:
     return float(c2 * np.abs(psi).sum(axis=1).max())
 
 
+def _check_config(config: CompressiveConfig, n: int) -> float:
+    """Validate the public settings eagerly; return the C₅ to use."""
+    for name in ("c2", "c4", "c_k", "l1_sensitivity"):
+        _checks.positive_scalar(name, getattr(config, name))
+    if not 0 < config.select_fraction < 1:
+        raise ValueError(f"select_fraction must lie in (0, 1), got {config.select_fraction}.")
+    _checks.size("iterations", config.iterations)
+    _checks.size("refit", config.refit)
+    return _c5(config, n)
+
+
 def _c5(config: CompressiveConfig, n: int) -> float:
     need = min_c5(config.basis, n, c2=config.c2)
     if config.c5 is None:
@@ -326,9 +337,7 @@ def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig 
     v = _check_vector(d)
     n = v.size
     dtype = _checks.float_dtype()
-    c5 = _c5(config, n)
-    if not 0 < config.select_fraction < 1:
-        raise ValueError(f"select_fraction must lie in (0, 1), got {config.select_fraction}.")
+    c5 = _check_config(config, n)
     k_phi, k_sel, k_noise = jax.random.split(key, 3)
     psi_x, psi_t = _psi_ops(config.basis, n, dtype)
     dj = jnp.asarray(v, dtype)
@@ -383,6 +392,7 @@ def laplace_identity(key: jax.Array, d, *, epsilon: float, l1_sensitivity: float
     """The baseline: ``D + Lap(Δ/ε)^n`` (ε-DP for neighbours at L1 distance ≤ Δ)."""
     _checks.key(key)
     _checks.positive_scalar("epsilon", epsilon)
+    _checks.positive_scalar("l1_sensitivity", l1_sensitivity)
     v = jnp.asarray(_check_vector(d), _checks.float_dtype())
     return v + jax.random.laplace(key, v.shape, v.dtype) * (l1_sensitivity / epsilon)
 
@@ -413,6 +423,7 @@ def tree_counter(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: floa
     """
     _checks.key(key)
     _checks.positive_scalar("epsilon", epsilon)
+    _checks.positive_scalar("l1_sensitivity", l1_sensitivity)
     x = np.asarray(stream, dtype=np.float64)
     if x.ndim not in (1, 2) or x.shape[0] == 0:
         raise ValueError(f"stream must have shape [T] or [T, k] with T >= 1, got {x.shape}.")
@@ -467,6 +478,7 @@ class TreeCounter:
     def __init__(self, key: jax.Array, *, epsilon: float, horizon: int, k: int = 1, l1_sensitivity: float = 1.0):
         _checks.key(key)
         _checks.positive_scalar("epsilon", epsilon)
+        _checks.positive_scalar("l1_sensitivity", l1_sensitivity)
         self._horizon = _checks.size("horizon", horizon)
         self._k = _checks.size("k", k)
         self._levels = _tree_levels(self._horizon)
@@ -522,6 +534,7 @@ def cmco(key: jax.Array, stream, *, epsilon: float, k: int, sparsity: int, times
     """
     _checks.key(key)
     _checks.positive_scalar("epsilon", epsilon)
+    _checks.positive_scalar("l1_sensitivity", l1_sensitivity)
     v = _check_vector(stream, "stream")
     big_t = v.size
     k = _checks.size("k", k)
@@ -570,9 +583,7 @@ def compressive_many(keys: jax.Array, d, *, epsilon: float, config: CompressiveC
     v = _check_vector(d)
     n = v.size
     dtype = _checks.float_dtype()
-    c5 = _c5(config, n)
-    if not 0 < config.select_fraction < 1:
-        raise ValueError(f"select_fraction must lie in (0, 1), got {config.select_fraction}.")
+    c5 = _check_config(config, n)
     dj = jnp.asarray(v, dtype)
     psi_x, psi_t = _psi_ops(config.basis, n, dtype)
     eps_sel = config.select_fraction * epsilon

@@ -236,3 +236,17 @@ def test_batched_runs_match_single_runs_in_distribution_and_shape(key):
     assert outs[0].shape == (3, 64) and outs[1].shape == (3, 128)
     single = C.cmco(keys[0], d, epsilon=1.0, k=16, sparsity=4, times=[64, 128], iterations=20, refit=5)
     np.testing.assert_allclose(np.asarray(single[1]), np.asarray(outs[1][0]), rtol=1e-4, atol=1e-2)
+
+
+def test_sensitivity_and_constants_must_be_positive(key):
+    d = np.ones(8)
+    with pytest.raises(ValueError, match="l1_sensitivity"):
+        C.compressive(key, d, epsilon=1.0, config=C.CompressiveConfig(l1_sensitivity=0.0))
+    with pytest.raises(ValueError, match="c2"):
+        C.compressive(key, d, epsilon=1.0, config=C.CompressiveConfig(c2=-1.0))
+    with pytest.raises(ValueError, match="l1_sensitivity"):
+        C.laplace_identity(key, d, epsilon=1.0, l1_sensitivity=-1.0)
+    with pytest.raises(ValueError, match="l1_sensitivity"):
+        C.tree_counter(key, d, epsilon=1.0, l1_sensitivity=0.0)
+    with pytest.raises(ValueError, match="l1_sensitivity"):
+        C.cmco(key, d, epsilon=1.0, k=2, sparsity=1, times=[8], l1_sensitivity=0.0)
