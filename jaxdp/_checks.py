@@ -156,3 +156,25 @@ def key(value: Any, name: str = "key") -> jax.Array:
             "not accepted: wrap them with jax.random.wrap_key_data."
         )
     return value
+
+
+def read_number_column(path: str) -> np.ndarray:
+    """Numbers from a text file: one per line, or the last field of CSV rows; blank lines and ``#``
+    comments are skipped, and a non-numeric first line is taken as a header. float64 ``[N]``.
+
+    Raises `ValueError` naming the file and line of a field that is not a number.
+    """
+    vals = []
+    with open(path) as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            field = line.split(",")[-1].strip()
+            try:
+                vals.append(float(field))
+            except ValueError:
+                if lineno == 1 and not vals:
+                    continue  # header
+                raise ValueError(f"{path}:{lineno}: {field!r} is not a number.") from None
+    return np.asarray(vals, np.float64)

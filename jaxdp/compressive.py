@@ -665,17 +665,4 @@ def bundled_vector(name: str, *, n: int = 1024) -> np.ndarray:
 
 def load_vector(path: str) -> np.ndarray:
     """A user's vector: one number per line (or the last field of CSV rows; a header line is skipped)."""
-    vals = []
-    with open(path) as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            field = line.split(",")[-1].strip()
-            try:
-                vals.append(float(field))
-            except ValueError:
-                if lineno == 1 and not vals:
-                    continue
-                raise ValueError(f"{path}:{lineno}: {field!r} is not a number.") from None
-    return _check_vector(np.asarray(vals), "vector")
+    return _check_vector(_checks.read_number_column(path), "vector")

@@ -633,20 +633,7 @@ def synthetic_histogram(seed: int, *, n: int = 4096, kind: str = "smooth", total
 def load_histogram(path: str) -> np.ndarray:
     """Read a user's histogram: one count per line, or CSV rows whose last field is the count (an
     optional header line is skipped). Counts must be non-negative integers. int64 ``[n]``."""
-    counts = []
-    with open(path) as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            field = line.split(",")[-1].strip()
-            try:
-                v = float(field)
-            except ValueError:
-                if not counts and lineno == 1:
-                    continue  # header
-                raise ValueError(f"{path}:{lineno}: {field!r} is not a number.") from None
-            counts.append(v)
-    if not counts:
+    counts = _checks.read_number_column(path)
+    if counts.size == 0:
         raise ValueError(f"{path} holds no counts.")
     return check_histogram(np.asarray(counts)).astype(np.int64)
