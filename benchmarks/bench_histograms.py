@@ -68,12 +68,24 @@ def _split_errors(x, chunk=2048):
     return out, np.abs(x - x.mean()).sum()
 
 
+def _final_choice_and_release(rng, h, eps, saved):
+    """Algorithm 4 lines 21–22 on the host: pick a saved configuration ∝ exp(−ε·err/16), ReleaseHistogram at ε/2."""
+    errs = np.array([e for e, _ in saved])
+    logits = -eps * errs / 16
+    p = np.exp(logits - logits.max())
+    final = saved[rng.choice(len(saved), p=p / p.sum())][1]
+    edges = [0, *sorted(final), h.size]
+    out = np.empty(h.size)
+    for a, b in zip(edges[:-1], edges[1:]):
+        out[a:b] = (h[a:b].sum() + rng.laplace() * 2 / eps) / (b - a)
+    return out
+
+
 def numpy_php(rng, h, eps):
     n = h.size
     d = H.php_depth(n)
     lam = 2 / eps
     queue = [(0, n, 0, n == 1)]  # (start, end, depth, leaf), FIFO
-    saved_err = []
     re_total = np.abs(h - h.mean()).sum()
     err = re_total + lam
     saved = [(err, ())]
@@ -96,15 +108,7 @@ def numpy_php(rng, h, eps):
             cuts.append(c)
             queue += [(a, c, dep + 1, c - a == 1 or dep + 1 == d), (c, b, dep + 1, b - c == 1 or dep + 1 == d)]
         saved.append((err, tuple(cuts)))
-    errs = np.array([e for e, _ in saved])
-    logits = -eps * errs / 16
-    p = np.exp(logits - logits.max())
-    final = saved[rng.choice(len(saved), p=p / p.sum())][1]
-    edges = [0, *sorted(final), n]
-    out = np.empty(n)
-    for a, b in zip(edges[:-1], edges[1:]):
-        out[a:b] = (h[a:b].sum() + rng.laplace() * 2 / eps) / (b - a)
-    del saved_err
+    out = _final_choice_and_release(rng, h, eps, saved)
     return out
 
 
@@ -149,14 +153,7 @@ def host_loop_php(rng, h, eps):
             cuts.append(c)
             queue += [(a, c, dep + 1, c - a == 1 or dep + 1 == d), (c, b, dep + 1, b - c == 1 or dep + 1 == d)]
         saved.append((err, tuple(cuts)))
-    errs = np.array([e for e, _ in saved])
-    logits = -eps * errs / 16
-    p = np.exp(logits - logits.max())
-    final = saved[rng.choice(len(saved), p=p / p.sum())][1]
-    edges = [0, *sorted(final), n]
-    out = np.empty(n)
-    for a, b in zip(edges[:-1], edges[1:]):
-        out[a:b] = (h[a:b].sum() + rng.laplace() * 2 / eps) / (b - a)
+    out = _final_choice_and_release(rng, h, eps, saved)
     return out, len(saved) - 1
 
 
