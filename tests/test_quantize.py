@@ -159,6 +159,29 @@ def test_vmap_over_keys_equals_loop_and_jit_equals_no_jit(key):
     np.testing.assert_allclose(eager, batched, rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("shared_prediction", [True, False])
+def test_tiled_batches_equal_per_block_calls(key, monkeypatch, shared_prediction):
+    # 7 blocks of 3 x 2 (a shape no other test compiles) in tiles of 3: three tiles, two padding blocks.
+    monkeypatch.setattr(quantize, "_TILE_ENTRIES", 3 * 3 * (3 * 2 + 1))
+    rng = np.random.default_rng(11)
+    width = np.array([2.0, 5.0])
+    xs = jnp.asarray(rng.uniform(0, width, size=(7, 3, 2)), jnp.float32)
+    x_hat = jnp.asarray(rng.uniform(0, width, size=(3, 2) if shared_prediction else (7, 3, 2)), jnp.float32)
+    hat = lambda i: x_hat if shared_prediction else x_hat[i]  # noqa: E731
+    keys = jax.random.split(key, 7)
+    kw = dict(eps_laplace=0.8, eps_select=0.6)
+    out, info = quantize.quantize(keys, xs, x_hat, width, **kw)
+    mse = quantize.mse_table(xs, x_hat, width, eps_laplace=0.8)
+    probs = quantize.selection_probabilities(xs, x_hat, width, **kw)
+    assert out.shape == (7, 3, 2) and mse.shape == (7, 3, 7) and probs.shape == (7, 3, 7)
+    for i in range(7):
+        single, single_info = quantize.quantize(keys[i : i + 1], xs[i][None], hat(i), width, **kw)
+        assert (int(single_info.t[0]), int(single_info.kind[0])) == (int(info.t[i]), int(info.kind[i]))
+        np.testing.assert_allclose(single[0], out[i], rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(quantize.mse_table(xs[i], hat(i), width, eps_laplace=0.8), mse[i], rtol=1e-5)
+        np.testing.assert_allclose(quantize.selection_probabilities(xs[i], hat(i), width, **kw), probs[i], rtol=1e-5)
+
+
 def test_float32_and_float64_choose_alike(key):
     x = datasets.load_census()[:64].reshape(8, 8, 13)
     width = 1.5 * datasets.load_census().max(axis=0)
