@@ -91,10 +91,31 @@ def init(config: HVCConfig, d: int, dtype=None) -> CodecState:
     return CodecState(jnp.zeros((config.history, config.block_size, d), dtype), jnp.zeros((), jnp.int32))
 
 
+class _StepDraws(NamedTuple):
+    """The random numbers of one codec step: the mode draw's two uniforms and Algorithm 1's."""
+
+    mode: Float[Array, "2"]
+    quant: quantize._BlockDraws
+
+
+def _step_draws(config: HVCConfig, key, nd: int, dtype) -> _StepDraws:
+    """Everything random in one step, from the block's key. `_scan` draws these for all blocks in
+    one vectorized call before the loop (JAX's CPU threefry is a rolled loop: inside the scan it
+    cost more than half of each step)."""
+    k_mode, k_quant = jax.random.split(key)
+    noise = "grid" if config.noise == "grid" else "float"
+    return _StepDraws(mechanisms._categorical_uniforms(k_mode, dtype), quantize._block_draws(k_quant, nd, dtype, noise))
+
+
 def _step(config: HVCConfig, prm: CodecParams, state: CodecState, block, key, eps_block):
     """One block: Algorithm 2 (mode) then Algorithm 1 (quantizer). Pure and traceable."""
+    draws = _step_draws(config, key, block.shape[0] * block.shape[1], block.dtype)
+    return _step_drawn(config, prm, state, block, draws, eps_block)
+
+
+def _step_drawn(config: HVCConfig, prm: CodecParams, state: CodecState, block, draws: _StepDraws, eps_block):
+    """`_step` with the step's random numbers drawn beforehand (`_step_draws`)."""
     ql, qe, e = config.budget_split
-    k_mode, k_quant = jax.random.split(key)
     preds = predict.candidates(state.history, state.valid, prm.lo, prm.hi, config.modes)
     n = block.shape[0]
     xc = jnp.clip(jnp.where(jnp.isnan(block), 0.5 * (prm.lo + prm.hi), block), prm.lo, prm.hi)
@@ -107,14 +128,14 @@ def _step(config: HVCConfig, prm: CodecParams, state: CodecState, block, key, ep
     if preds.shape[0] > 1:
         score = -jnp.sum((xs - preds) ** 2, axis=(1, 2))  # κ = -‖ψX - X̂(φ)‖²_F
         factor = (e * eps_block) / (2.0 * prm.mode_sensitivity)  # Lemma 5: ‖Λ‖²₂
-        _, mode = mechanisms._categorical_2d(k_mode, (factor * score)[None, :])
+        _, mode = mechanisms._categorical_2d_from(draws.mode, (factor * score)[None, :])
     else:
         mode = jnp.zeros((), jnp.int32)
     x_hat = preds[mode]
     perm = perms[mode]
     block = block[perm]
-    released, qinfo = quantize._quantize_block(
-        k_quant, block, x_hat, prm.tables, ql * eps_block, qe * eps_block, config.theta, config.prune,
+    released, qinfo = quantize._quantize_block_drawn(
+        draws.quant, block, x_hat, prm.tables, ql * eps_block, qe * eps_block, config.theta, config.prune,
         "grid" if config.noise == "grid" else "float",
     )
     if config.clip_output:
@@ -150,12 +171,15 @@ def _step_jit(config, prm, state, block, key, eps_block):
 
 
 def _scan(config, prm, state, blocks, keys, eps):
+    nd = blocks.shape[-2] * blocks.shape[-1]
+    draws = jax.vmap(lambda k: _step_draws(config, k, nd, blocks.dtype))(keys)  # all randomness, one call
+
     def body(carry, xs):
-        block, key, e = xs
-        carry, released, info = _step(config, prm, carry, block, key, e)
+        block, drawn, e = xs
+        carry, released, info = _step_drawn(config, prm, carry, block, drawn, e)
         return carry, (released, info)
 
-    return jax.lax.scan(body, state, (blocks, keys, eps), unroll=_UNROLL)
+    return jax.lax.scan(body, state, (blocks, draws, eps), unroll=_UNROLL)
 
 
 @functools.partial(jax.jit, static_argnums=(0,))

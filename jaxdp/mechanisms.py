@@ -73,10 +73,20 @@ def grid_spacing(sensitivity):
 
 def _grid_laplace(key: jax.Array, x: jax.Array, scale: jax.Array, spacing: jax.Array) -> jax.Array:
     """Traceable core of `grid_laplace`: snap x to the grid γℤ, add γ·(G₁ − G₂)."""
+    return _grid_laplace_from(_grid_exponentials(key, x.shape, x.dtype), x, scale, spacing)
+
+
+def _grid_exponentials(key: jax.Array, shape, dtype) -> jax.Array:
+    """The randomness of `_grid_laplace`: two independent Exp(1) arrays, stacked ``[2, *shape]``."""
     k1, k2 = jax.random.split(key)
+    return jnp.stack([jax.random.exponential(k1, shape, dtype), jax.random.exponential(k2, shape, dtype)])
+
+
+def _grid_laplace_from(exps: jax.Array, x: jax.Array, scale: jax.Array, spacing: jax.Array) -> jax.Array:
+    """`_grid_laplace` with its exponentials drawn beforehand (`_grid_exponentials`)."""
     ratio = scale / spacing  # G ~ Geometric(1 − e^{−γ/b}) is ⌊E·b/γ⌋ with E ~ Exp(1)
-    g1 = jnp.floor(jax.random.exponential(k1, x.shape, x.dtype) * ratio)
-    g2 = jnp.floor(jax.random.exponential(k2, x.shape, x.dtype) * ratio)
+    g1 = jnp.floor(exps[0] * ratio)
+    g2 = jnp.floor(exps[1] * ratio)
     return (jnp.round(x / spacing) + (g1 - g2)) * spacing
 
 
@@ -142,25 +152,44 @@ def _categorical_2d(key: jax.Array, logits: jax.Array) -> tuple[jax.Array, jax.A
     uniform's resolution (≈ 6e-8 relative to its stage's total weight in float32, 1e-16 in
     float64) is drawn with a rounded probability; candidates of weight exactly 0 are never drawn.
     """
+    return _categorical_2d_from(_categorical_uniforms(key, logits.dtype), logits)
+
+
+def _categorical_uniforms(key: jax.Array, dtype) -> jax.Array:
+    """The randomness of `_categorical_2d`: two independent uniforms on [0, 1), shape ``[2]``.
+
+    Drawing them apart from their use lets a `lax.scan` take all its random numbers from one
+    vectorized draw before the loop (on CPU, JAX lowers threefry to a rolled loop, which costs
+    several µs per call inside a scan step).
+    """
+    k_group, k_item = jax.random.split(key)
+    return jnp.stack([jax.random.uniform(k_group, (), dtype), jax.random.uniform(k_item, (), dtype)])
+
+
+def _categorical_2d_from(u: jax.Array, logits: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """`_categorical_2d` with its two uniforms drawn beforehand (`_categorical_uniforms`)."""
     rows, cols = logits.shape
     flat = logits.reshape(-1)
     flat = jnp.where(jnp.isnan(flat), -jnp.inf, flat)
     w = jnp.exp(flat - jnp.max(flat))
     size = w.shape[0]
     groups = -(-size // _GROUP)
+    if groups == 1:  # the group stage would always pick group 0: skip it (same draw, fewer ops)
+        idx = _inverse_cdf(u[1], w)
+        return idx // cols, idx % cols
     w = jnp.pad(w, (0, groups * _GROUP - size)).reshape(groups, _GROUP)
     group_w = jnp.sum(w, axis=-1)
-    k_group, k_item = jax.random.split(key)
-    g = _inverse_cdf(k_group, group_w)
-    i = _inverse_cdf(k_item, w[g])
+    g = _inverse_cdf(u[0], group_w)
+    i = _inverse_cdf(u[1], w[g])
     idx = g * _GROUP + i
     return idx // cols, idx % cols
 
 
-def _inverse_cdf(key: jax.Array, w: jax.Array) -> jax.Array:
-    """Index drawn with probability ∝ w (1-D, w ≥ 0, some w > 0); never an index with w = 0."""
+def _inverse_cdf(u: jax.Array, w: jax.Array) -> jax.Array:
+    """Index drawn with probability ∝ w (1-D, w ≥ 0, some w > 0) by a uniform u on [0, 1);
+    never an index with w = 0."""
     cdf = _prefix.cumsum(w)
-    u = jax.random.uniform(key, (), w.dtype) * cdf[-1]
+    u = u * cdf[-1]
     return jnp.minimum(jnp.sum(cdf <= u), _last_positive(w))
 
 

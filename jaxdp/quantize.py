@@ -62,6 +62,8 @@ class QuantizerTables(NamedTuple):
       lo, hi: ``[d]`` domain bounds.
       gs_frobenius: ``[]`` ``max_σ ‖GS(f_c^σ)‖_F`` over the candidate kinds (Lemma 3).
       kron: ``[K, n*d, n*d]`` ordered Kronecker matrices ``P_O (a^n ⊗ a^d)`` when n·d ≤ 128, else None.
+      kron_t: ``[n*d, K, n*d]``, the same matrices transposed (``kron_t[q, k, p] = kron[k, p, q]``),
+        so the forward product reads them row by row without a per-call transpose.
     """
 
     an: np.ndarray
@@ -76,6 +78,7 @@ class QuantizerTables(NamedTuple):
     hi: np.ndarray
     gs_frobenius: np.ndarray
     kron: np.ndarray | None = None
+    kron_t: np.ndarray | None = None
 
 
 class QuantizeInfo(NamedTuple):
@@ -107,6 +110,11 @@ def _tables(n, lo, hi, kinds, order, accounting) -> QuantizerTables:
     else:
         rho = np.ones_like(prefix)
         rho[:, 0] = 0.0
+    kron = (
+        np.stack([np.kron(transforms.matrix(k, n), transforms.matrix(k, d))[order_idx] for k in kinds])
+        if n * d <= _KRON_MAX
+        else None
+    )
     out = QuantizerTables(
         an=np.stack([transforms.matrix(k, n) for k in kinds]),
         ad=np.stack([transforms.matrix(k, d) for k in kinds]),
@@ -119,11 +127,8 @@ def _tables(n, lo, hi, kinds, order, accounting) -> QuantizerTables:
         lo=np.asarray(lo),
         hi=np.asarray(hi),
         gs_frobenius=np.asarray(max(sensitivity.frobenius(k, n, bounds) for k in kinds)),
-        kron=(
-            np.stack([np.kron(transforms.matrix(k, n), transforms.matrix(k, d))[order_idx] for k in kinds])
-            if n * d <= _KRON_MAX
-            else None
-        ),
+        kron=kron,
+        kron_t=None if kron is None else np.ascontiguousarray(kron.transpose(2, 0, 1)),
     )
     for arr in out:
         if arr is not None:
@@ -186,7 +191,7 @@ def _coefficients(e, tab):
     large GEMM ``[K·n, n] x [n, B·d]`` and the second K GEMMs ``[B·n, d] x [d, d]``.
     """
     if tab.kron is not None:  # small blocks: one GEMM with the ordered Kronecker matrices
-        return jnp.einsum("q,kpq->kp", e.reshape(-1), tab.kron, precision=_HIGHEST)
+        return jnp.einsum("q,qkp->kp", e.reshape(-1), tab.kron_t, precision=_HIGHEST)
     left = jnp.einsum("kij,jl->kil", tab.an, e, precision=_HIGHEST)
     c = jnp.einsum("kil,kml->kim", left, tab.ad, precision=_HIGHEST)
     return c.reshape(c.shape[0], -1)[:, tab.order]
@@ -250,14 +255,39 @@ def _probabilities_block(x, x_hat, tab, eps_laplace, eps_select, theta):
     return jax.nn.softmax((eps_select / (2.0 * sens)) * score.reshape(-1)).reshape(score.shape)
 
 
+class _BlockDraws(NamedTuple):
+    """The random numbers Algorithm 1 uses for one block, drawn from its key by `_block_draws`."""
+
+    select: Float[Array, "2"]  # uniforms of the two-stage (t, σ) draw
+    noise: Float[Array, "*m nd"]  # standard Laplace [nd] (noise="float"), or Exp(1) [2, nd] (noise="grid")
+
+
+def _block_draws(key, nd: int, dtype, noise: str = "float") -> _BlockDraws:
+    """Everything random in `_quantize_block` for one block, from its key (same derivation).
+
+    Separate so that a `lax.scan` over blocks can draw all of it in one vectorized call before
+    the loop: on CPU, JAX lowers threefry to a rolled loop whose per-call cost dominates a small
+    scan step.
+    """
+    k_select, k_noise = jax.random.split(key)
+    u = mechanisms._categorical_uniforms(k_select, dtype)
+    if noise == "grid":
+        return _BlockDraws(u, mechanisms._grid_exponentials(k_noise, (nd,), dtype))
+    return _BlockDraws(u, jax.random.laplace(k_noise, (nd,), dtype))
+
+
 def _quantize_block(key, x, x_hat, tab, eps_laplace, eps_select, theta, prune=False, noise="float"):
+    draws = _block_draws(key, x.shape[0] * x.shape[1], x.dtype, noise)
+    return _quantize_block_drawn(draws, x, x_hat, tab, eps_laplace, eps_select, theta, prune, noise)
+
+
+def _quantize_block_drawn(draws, x, x_hat, tab, eps_laplace, eps_select, theta, prune=False, noise="float"):
     n, d = x.shape
     nd = n * d
     x_hat, c, lap, tail, n_bad = _block_terms(x, x_hat, tab, eps_laplace)
     score, sens = _scores(lap, tail, x_hat, tab, theta, prune)
-    k_select, k_noise = jax.random.split(key)
     # Algorithm 1, lines 1-4: exponential mechanism over all (σ, t), in log space.
-    s, t = mechanisms._categorical_2d(k_select, (eps_select / (2.0 * sens)) * score)
+    s, t = mechanisms._categorical_2d_from(draws.select, (eps_select / (2.0 * sens)) * score)
     # Lines 6-13: Laplace noise of scale GS_k/ε*_k (× ρ_t) on the first t coefficients, zero the rest.
     # The factor (1 + 8·eps_machine) absorbs rounding of the scales, so the loss never exceeds ε.
     margin = 1.0 + 8.0 * jnp.finfo(x.dtype).eps
@@ -270,9 +300,9 @@ def _quantize_block(key, x, x_hat, tab, eps_laplace, eps_select, theta, prune=Fa
         gs = tab.cbrt_gs[s] ** 3
         gamma = mechanisms.grid_spacing(gs)
         inflate = 1.0 + 1.0 / (256.0 * jnp.maximum(tab.rho[s, t], 1e-6))
-        noisy = mechanisms._grid_laplace(k_noise, c[s], scale * inflate, gamma)
+        noisy = mechanisms._grid_laplace_from(draws.noise, c[s], scale * inflate, gamma)
     else:
-        noisy = c[s] + scale * jax.random.laplace(k_noise, (nd,), x.dtype)
+        noisy = c[s] + scale * draws.noise
     c_tilde = jnp.where(keep, noisy, jnp.zeros_like(noisy))
     # Line 14: inverse transform of the selected kind.
     e_tilde = _inverse(c_tilde, s, tab, n, d)

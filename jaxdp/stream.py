@@ -150,24 +150,29 @@ class _Frames:
         self.dtype = dtype
 
     def blocks(self, get_rows, frames: list[tuple[list[int], int]]):
-        """Padded blocks of `frames`; ``get_rows(rows)`` returns the raw records ``[k, d]`` of input rows."""
+        """Padded blocks of `frames`; ``get_rows(rows)`` returns the raw records ``[k, d]`` of input rows.
+
+        Returns ``(blocks [B, n, d], rows [B, n] (input row, -1 for padding), eps [B], frame [B])``.
+        Each frame is cut into ⌈r/n⌉ blocks; its last block is padded with the domain midpoint.
+        """
         n = self.config.block_size
         mid = 0.5 * (self.lo + self.hi)
         d = mid.shape[0]
-        blocks, rows, eps, fr = [], [], [], []
-        for f, (frame_rows, _) in enumerate(frames):
-            nb = -(-len(frame_rows) // n)
-            padded = np.full(nb * n, -1, np.int64)
-            padded[: len(frame_rows)] = frame_rows
-            data = np.broadcast_to(mid, (nb * n, d)).copy()
-            data[: len(frame_rows)] = get_rows(frame_rows)
-            blocks.append(data.reshape(nb, n, d))
-            rows.append(padded.reshape(nb, n))
-            eps.append(np.full(nb, self.config.epsilon * len(frame_rows) / self.limit))
-            fr.append(np.full(nb, f))
-        if not blocks:
+        if not frames:
             return (np.zeros((0, n, d)), np.zeros((0, n), np.int64), np.zeros(0), np.zeros(0, np.int64))
-        return np.concatenate(blocks), np.concatenate(rows), np.concatenate(eps), np.concatenate(fr)
+        sizes = np.fromiter((len(f[0]) for f in frames), np.int64, len(frames))
+        per_frame = -(-sizes // n)  # blocks per frame
+        first_slot = (np.cumsum(per_frame) - per_frame) * n  # flat slot of each frame's first record
+        flat_rows = np.fromiter((r for f in frames for r in f[0]), np.int64, int(sizes.sum()))
+        slots = np.repeat(first_slot - (np.cumsum(sizes) - sizes), sizes) + np.arange(flat_rows.shape[0])
+        total = int(per_frame.sum()) * n
+        rows = np.full(total, -1, np.int64)
+        rows[slots] = flat_rows
+        data = np.broadcast_to(mid, (total, d)).copy()
+        data[slots] = get_rows(flat_rows)
+        eps = np.repeat(self.config.epsilon * sizes / self.limit, per_frame)
+        frame = np.repeat(np.arange(len(frames)), per_frame)
+        return data.reshape(-1, n, d), rows.reshape(-1, n), eps, frame
 
 
 def _block_keys(key, start: int, count: int):
@@ -179,12 +184,26 @@ def _block_keys(key, start: int, count: int):
 
 def _plan_all(config: HVCConfig, n_rows: int, ids, limit: int):
     planner = _Planner(config.frame_size, limit)
+    if ids is None:  # every row its own subject: what `_Planner.feed` does, without a loop per row
+        return _plan_distinct(planner, n_rows), planner
     frames = []
     subjects = range(n_rows) if ids is None else ids
     for row, subject in enumerate(subjects):
         frames.extend(planner.feed(row, ("row", row) if ids is None else ("id", subject)))
     frames.extend(planner.flush(n_rows - 1))
     return frames, planner
+
+
+def _plan_distinct(planner: _Planner, n_rows: int) -> list[tuple[list[int], int]]:
+    """Frames of `_Planner` when all rows have distinct subjects: consecutive runs of m rows up to
+    the limit l, each released at its last row; rows after the limit are dropped."""
+    last = n_rows if planner.limit is None else min(n_rows, planner.limit)
+    m = planner.m
+    frames = [(list(range(a, min(a + m, last))), min(a + m, last) - 1) for a in range(0, last, m)]
+    planner.accepted = last
+    planner.dropped = n_rows - last
+    planner.closed = planner.limit is not None and last >= planner.limit
+    return frames
 
 
 def _release(released, rows, perm, frames, block_frame):

@@ -291,15 +291,34 @@ def test_the_codec_step_is_traced_once_not_per_block(key, monkeypatch):
     from jaxdp import codec as codec_mod
 
     calls = []
-    real = codec_mod._step
+    real = codec_mod._step_drawn  # the scan body (its random numbers are drawn before the loop)
 
     def counting(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(codec_mod, "_step", counting)
+    monkeypatch.setattr(codec_mod, "_step_drawn", counting)
     cfg = jaxdp.HVCConfig(4, 2, 5.0, bounds=np.ones(3), history=3)  # a config no other test compiles
     jaxdp.anonymize(key, np.full((4 * 50, 3), 0.5), cfg)  # 50 blocks
     traced = len(calls)
     jaxdp.anonymize(key, np.full((4 * 50, 3), 0.25), cfg)  # same shapes: cached, no new trace
     assert 1 <= traced <= 2 and len(calls) == traced
+
+
+@pytest.mark.parametrize("n_rows", [1, 7, 24, 25, 100])
+@pytest.mark.parametrize("m", [1, 4, 8])
+@pytest.mark.parametrize("limit", [None, 1, 10, 24, 100, 1000])
+def test_distinct_subject_plan_equals_the_planner_loop(n_rows, m, limit):
+    from jaxdp import stream as stream_mod
+
+    loop = stream_mod._Planner(m, limit)
+    want = []
+    for row in range(n_rows):
+        want.extend(loop.feed(row, ("row", row)))
+    want.extend(loop.flush(n_rows - 1))
+    fast = stream_mod._Planner(m, limit)
+    got = stream_mod._plan_distinct(fast, n_rows)
+    assert got == want
+    assert (fast.accepted, fast.superseded, fast.dropped, fast.closed) == (
+        loop.accepted, loop.superseded, loop.dropped, loop.closed
+    )
