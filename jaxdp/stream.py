@@ -163,7 +163,7 @@ class _Frames:
         sizes = np.fromiter((len(f[0]) for f in frames), np.int64, len(frames))
         per_frame = -(-sizes // n)  # blocks per frame
         first_slot = (np.cumsum(per_frame) - per_frame) * n  # flat slot of each frame's first record
-        flat_rows = np.fromiter((r for f in frames for r in f[0]), np.int64, int(sizes.sum()))
+        flat_rows = np.concatenate([np.asarray(f[0], np.int64) for f in frames])
         slots = np.repeat(first_slot - (np.cumsum(sizes) - sizes), sizes) + np.arange(flat_rows.shape[0])
         total = int(per_frame.sum()) * n
         rows = np.full(total, -1, np.int64)
@@ -194,12 +194,13 @@ def _plan_all(config: HVCConfig, n_rows: int, ids, limit: int):
     return frames, planner
 
 
-def _plan_distinct(planner: _Planner, n_rows: int) -> list[tuple[list[int], int]]:
+def _plan_distinct(planner: _Planner, n_rows: int) -> list[tuple[np.ndarray, int]]:
     """Frames of `_Planner` when all rows have distinct subjects: consecutive runs of m rows up to
-    the limit l, each released at its last row; rows after the limit are dropped."""
+    the limit l, each released at its last row; rows after the limit are dropped. Rows come as
+    int arrays (not lists) so that `_Frames.blocks` can concatenate them without a loop per row."""
     last = n_rows if planner.limit is None else min(n_rows, planner.limit)
     m = planner.m
-    frames = [(list(range(a, min(a + m, last))), min(a + m, last) - 1) for a in range(0, last, m)]
+    frames = [(np.arange(a, min(a + m, last)), min(a + m, last) - 1) for a in range(0, last, m)]
     planner.accepted = last
     planner.dropped = n_rows - last
     planner.closed = planner.limit is not None and last >= planner.limit
