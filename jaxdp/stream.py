@@ -111,6 +111,32 @@ class _Planner:
             return [self._emit(row)]
         return []
 
+    def feed_distinct(self, first_row: int, count: int) -> tuple[list[tuple[list[int], int]], int]:
+        """`feed` of rows ``first_row … first_row + count - 1``, each a new subject ``("row", r)``,
+        in O(frames) steps. Returns the frames emitted and how many rows came before the limit
+        closed the stream (the rest are dropped)."""
+        frames = []
+        i = 0
+        while i < count:
+            if self.closed:
+                self.dropped += count - i
+                return frames, i
+            size = len(self.buffer)
+            j = i + (self.m - size) - 1  # the buffer reaches m records at offset j ...
+            if size:  # ... or its oldest record waits m - 1 rows ...
+                j = min(j, max(i, next(iter(self.buffer.values())) + self.m - 1 - first_row))
+            if self.limit is not None:  # ... or the limit l is reached
+                j = min(j, i + (self.limit - self.accepted) - 1)
+            stop = min(j, count - 1)
+            for r in range(first_row + i, first_row + stop + 1):
+                self.buffer[("row", r)] = r
+            self.accepted += stop - i + 1
+            if stop == j:
+                self.closed = self.limit is not None and self.accepted >= self.limit
+                frames.append(self._emit(first_row + j))
+            i = stop + 1
+        return frames, count
+
     def flush(self, last_row: int) -> list[tuple[list[int], int]]:
         return [self._emit(last_row)] if self.buffer else []
 
@@ -226,7 +252,7 @@ def _release(released, rows, perm, frames, block_frame):
     else:
         index, out, footrule = rows_p[mask], released[mask], disp[mask]
     blk = np.broadcast_to(np.arange(rows.shape[0])[:, None], rows.shape)[rows >= 0]
-    release_row = np.array([frames[f][1] for f in block_frame], np.int64)[blk]
+    release_row = np.fromiter((f[1] for f in frames), np.int64, len(frames))[block_frame][blk]
     delay = release_row - index
     return out, index, delay.astype(np.int64), footrule.astype(np.int64), block_frame[blk]
 
@@ -433,6 +459,12 @@ class StreamAnonymizer:
         """Feed records (``[k, d]``, arrival order); return ``(released [k', d], input rows [k'])``."""
         records = _check_records(records, self.d)
         ids = _check_ids(ids, records.shape[0])
+        if ids is None:  # every record a new subject: the planner works per frame, not per record
+            first = self.rows_seen
+            emitted, n_open = self.planner.feed_distinct(first, records.shape[0])
+            self.rows_seen += records.shape[0]
+            self.pending.update(zip(range(first, first + n_open), np.asarray(records[:n_open], np.float64)))
+            return self._compact(self._process(emitted))
         emitted = []
         for j in range(records.shape[0]):
             row = self.rows_seen
@@ -441,7 +473,14 @@ class StreamAnonymizer:
             if not self.planner.closed:
                 self.pending[row] = np.asarray(records[j], np.float64)
             emitted.extend(self.planner.feed(row, subject))
-        return self._process(emitted)
+        return self._compact(self._process(emitted))
+
+    def _compact(self, out):
+        """Own copies of the (< m) raw rows still held, so no pushed chunk stays referenced by views."""
+        for r, rec in self.pending.items():
+            if rec.base is not None:
+                self.pending[r] = rec.copy()
+        return out
 
     def flush(self) -> tuple[np.ndarray, np.ndarray]:
         """Protect and return whatever is still buffered (the final, possibly partial, frame)."""

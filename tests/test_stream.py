@@ -322,3 +322,35 @@ def test_distinct_subject_plan_equals_the_planner_loop(n_rows, m, limit):
     assert (fast.accepted, fast.superseded, fast.dropped, fast.closed) == (
         loop.accepted, loop.superseded, loop.dropped, loop.closed
     )
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_bulk_distinct_feed_equals_the_per_row_feed(seed):
+    """`_Planner.feed_distinct` (StreamAnonymizer.push without ids) = `feed` per row, also after pushes with ids."""
+    from jaxdp import stream as stream_mod
+
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 9))
+    limit = None if seed % 3 == 0 else int(rng.integers(1, 120))
+    loop, bulk = stream_mod._Planner(m, limit), stream_mod._Planner(m, limit)
+    row = 0
+    for _ in range(8):
+        count = int(rng.integers(0, 25))
+        if rng.random() < 0.4:  # a push with subject ids (some repeated): both planners feed per row
+            for _ in range(count):
+                subject = ("id", int(rng.integers(0, 6)))
+                assert loop.feed(row, subject) == bulk.feed(row, subject)
+                row += 1
+            continue
+        want, n_open = [], count
+        for j in range(count):
+            if loop.closed and n_open == count:
+                n_open = j
+            want.extend(loop.feed(row + j, ("row", row + j)))
+        got, got_open = bulk.feed_distinct(row, count)
+        assert [(list(r), e) for r, e in got] == want and got_open == n_open
+        assert list(bulk.buffer.items()) == list(loop.buffer.items())
+        assert (bulk.accepted, bulk.superseded, bulk.dropped, bulk.closed) == (
+            loop.accepted, loop.superseded, loop.dropped, loop.closed
+        )
+        row += count
