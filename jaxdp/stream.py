@@ -202,7 +202,11 @@ class _Frames:
 
 
 def _block_keys(key, start: int, count: int):
-    idx = jnp.arange(start, start + count)
+    """Key of block j = fold_in(key, j) for j = start … start + count - 1 (``[count]`` or ``[R, count]``).
+
+    The indices are a host array, so this compiles once per `count`, not once per `start`
+    (a `jnp.arange(start, ...)` is a new program for every start: one compile per `push`)."""
+    idx = np.arange(start, start + count, dtype=np.int32 if start + count < 2**31 else np.int64)
     if key.shape == ():
         return jax.vmap(lambda i: jax.random.fold_in(key, i))(idx)
     return jax.vmap(lambda k: jax.vmap(lambda i: jax.random.fold_in(k, i))(idx))(key)
