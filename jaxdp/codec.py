@@ -171,6 +171,8 @@ def _step_jit(config, prm, state, block, key, eps_block):
 
 
 def _scan(config, prm, state, blocks, keys, eps):
+    # Memory: the random numbers of every block are held at once, ≈ the size of `blocks` (2× with
+    # noise="grid"), per repetition when vmapped.
     nd = blocks.shape[-2] * blocks.shape[-1]
     draws = jax.vmap(lambda k: _step_draws(config, k, nd, blocks.dtype))(keys)  # all randomness, one call
 
