@@ -201,15 +201,39 @@ class _Frames:
         return data.reshape(-1, n, d), rows.reshape(-1, n), eps, frame
 
 
-def _block_keys(key, start: int, count: int):
+def _block_keys(key, start: int, count: int, length: int | None = None):
     """Key of block j = fold_in(key, j) for j = start … start + count - 1 (``[count]`` or ``[R, count]``).
 
-    The indices are a host array, so this compiles once per `count`, not once per `start`
-    (a `jnp.arange(start, ...)` is a new program for every start: one compile per `push`)."""
-    idx = np.arange(start, start + count, dtype=np.int32 if start + count < 2**31 else np.int64)
+    With `length` > count, the keys are padded to `length` by repeating the last block's key (for
+    padding steps whose outputs are dropped, see `_run_padded`). The indices are a host array, so
+    this compiles once per length, not once per `start` (a `jnp.arange(start, ...)` is a new
+    program for every start: one compile per `push`)."""
+    length = count if length is None else length
+    idx = np.minimum(np.arange(start, start + length), start + count - 1)
+    idx = idx.astype(np.int32 if start + count < 2**31 else np.int64)
     if key.shape == ():
         return jax.vmap(lambda i: jax.random.fold_in(key, i))(idx)
     return jax.vmap(lambda k: jax.vmap(lambda i: jax.random.fold_in(k, i))(idx))(key)
+
+
+def _run_padded(config, prm, state, blocks, key, start: int, eps, dtype):
+    """`codec.run` on host arrays ``blocks [B, n, d]``, ``eps [B]`` with the block keys of `key` from
+    index `start`, padded to `codec.padded_length(B)` so that runs of similar length share one
+    compiled program (a `StreamAnonymizer` fed chunks of varying size compiles a few programs, not
+    one per chunk). Returns ``(state, released [(R,) B, n, d], info)`` as NumPy arrays."""
+    count = blocks.shape[0]
+    length = codec.padded_length(count)
+    pad = length - count
+    blocks = np.concatenate([blocks, np.broadcast_to(blocks[-1:], (pad, *blocks.shape[1:]))]) if pad else blocks
+    eps = np.concatenate([eps, np.broadcast_to(eps[-1:], (pad,))]) if pad else eps
+    live = np.arange(length) < count
+    keys = _block_keys(key, start, count, length)
+    state, (released, info) = codec.run(
+        config, prm, state, jnp.asarray(blocks, dtype), keys, jnp.asarray(eps, dtype), jnp.asarray(live)
+    )
+    released = np.asarray(released)[..., :count, :, :]
+    info = jax.tree_util.tree_map(lambda a: np.asarray(a)[:, :count] if keys.ndim == 2 else np.asarray(a)[:count], info)
+    return state, released, info
 
 
 def _plan_all(config: HVCConfig, n_rows: int, ids, limit: int):
@@ -333,10 +357,7 @@ def _anonymize_planned(key, records, config, ids, lo, hi, private, limit, frames
     data64 = records.astype(np.float64)
     blocks, rows, eps, block_frame = fr.blocks(lambda r: data64[np.asarray(r, np.int64)], frames)
     state = codec.init(config, records.shape[1], dtype)
-    keys = _block_keys(key, 0, blocks.shape[0])
-    _, (released, info) = codec.run(config, prm, state, jnp.asarray(blocks, dtype), keys, jnp.asarray(eps, dtype))
-    released = np.asarray(released)
-    info = jax.tree_util.tree_map(np.asarray, info)
+    _, released, info = _run_padded(config, prm, state, blocks, key, 0, eps, dtype)
     out, index, delay, footrule, frame = _release(released, rows, info.perm, frames, block_frame)
     eps_frames = np.array([config.epsilon * len(f[0]) / limit for f in frames])
     return Result(
@@ -504,11 +525,9 @@ class StreamAnonymizer:
             return np.zeros((0, self.d)), np.zeros(0, np.int64)
         blocks, rows, eps, _ = self.frames_fr.blocks(lambda r: np.stack([self.pending[i] for i in r]), frames)
         with _precision(self.config):
-            keys = _block_keys(self.key, self.blocks_done, blocks.shape[0])
-            self.state, (released, info) = codec.run(
-                self.config, self.prm, self.state, jnp.asarray(blocks, self.dtype), keys, jnp.asarray(eps, self.dtype)
+            self.state, released, info = _run_padded(
+                self.config, self.prm, self.state, blocks, self.key, self.blocks_done, eps, self.dtype
             )
-            released, info = np.asarray(released), jax.tree_util.tree_map(np.asarray, info)
         self.blocks_done += blocks.shape[0]
         self.frames_done += len(frames)
         self.clipped += int(np.asarray(info.n_clipped).sum())

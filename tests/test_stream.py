@@ -354,3 +354,35 @@ def test_bulk_distinct_feed_equals_the_per_row_feed(seed):
             loop.accepted, loop.superseded, loop.dropped, loop.closed
         )
         row += count
+
+
+def test_pushes_of_any_size_share_a_few_compiled_programs_and_match_batch(key, monkeypatch):
+    """Runs are padded to `codec.padded_length` buckets: pushes of varying sizes reuse compiled scans,
+    and the padded steps change nothing (stream = batch, bit for bit, across different bucket lengths)."""
+    from jaxdp import codec as codec_mod
+
+    calls = []
+    real = codec_mod._step_drawn
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(codec_mod, "_step_drawn", counting)
+    rng = np.random.default_rng(9)
+    records = rng.uniform(0, [4.0, 3.0], size=(700, 2))
+    cfg = jaxdp.HVCConfig(2, 1, 5000.0, bounds=np.array([4.0, 3.0]), history=2, target_length=700)  # used nowhere else
+    sa = jaxdp.StreamAnonymizer(cfg, key)
+    outs, start, lengths = [], 0, set()
+    for size in (3, 9, 30, 5, 11, 17, 2, 23, 150, 150, 300):  # 1…150 blocks per push
+        before = sa.blocks_done
+        outs.append(sa.push(records[start : start + size])[0])
+        if sa.blocks_done > before:
+            lengths.add(codec_mod.padded_length(sa.blocks_done - before))
+        start += size
+    outs.append(sa.flush()[0])
+    assert start == 700 and lengths == {64, 80, 160}  # ten runs, three compiled lengths
+    assert len(calls) <= 2 * len(lengths)  # each traced at most twice
+    assert codec_mod.padded_length(350) == 352
+    batch = jaxdp.anonymize(key, records, cfg)  # 350 blocks: padded to 352
+    np.testing.assert_array_equal(np.concatenate(outs).astype(batch.records.dtype), batch.records)
