@@ -170,38 +170,35 @@ def _step_jit(config, prm, state, block, key, eps_block):
     return _step(config, prm, state, block, key, eps_block)
 
 
-def _scan(config, prm, state, blocks, keys, eps, live):
+def _scan(config, prm, state, blocks, keys, eps):
     # Memory: the random numbers of every block are held at once, ≈ the size of `blocks` (2× with
     # noise="grid"), per repetition when vmapped.
     nd = blocks.shape[-2] * blocks.shape[-1]
     draws = jax.vmap(lambda k: _step_draws(config, k, nd, blocks.dtype))(keys)  # all randomness, one call
 
     def body(carry, xs):
-        block, drawn, e, on = xs
-        new, released, info = _step_drawn(config, prm, carry, block, drawn, e)
-        # Padding steps (on = False, see `run`) leave the state as it was; their outputs are dropped.
-        carry = jax.tree_util.tree_map(lambda a, b: jnp.where(on, a, b), new, carry)
+        block, drawn, e = xs
+        carry, released, info = _step_drawn(config, prm, carry, block, drawn, e)
         return carry, (released, info)
 
-    return jax.lax.scan(body, state, (blocks, draws, eps, live), unroll=_UNROLL)
+    return jax.lax.scan(body, state, (blocks, draws, eps), unroll=_UNROLL)
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
-def _run_jit(config, prm, state, blocks, keys, eps, live):
-    return _scan(config, prm, state, blocks, keys, eps, live)
+def _run_jit(config, prm, state, blocks, keys, eps):
+    return _scan(config, prm, state, blocks, keys, eps)
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
-def _run_many_jit(config, prm, state, blocks, keys, eps, live):
+def _run_many_jit(config, prm, state, blocks, keys, eps):
     # keys: [R, B]; independent repetitions of the same stream (one vmapped program).
-    return jax.vmap(lambda s, k: _scan(config, prm, s, blocks, k, eps, live), in_axes=(None, 0))(state, keys)
+    return jax.vmap(lambda s, k: _scan(config, prm, s, blocks, k, eps), in_axes=(None, 0))(state, keys)
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
 def _run_streams_jit(config, prm, state, blocks, keys, eps):
     # blocks: [S, B, n, d], keys: [S, B]; independent streams (one vmapped program).
-    live = jnp.ones(blocks.shape[1], bool)
-    return jax.vmap(lambda b, k: _scan(config, prm, state, b, k, eps, live))(blocks, keys)
+    return jax.vmap(lambda b, k: _scan(config, prm, state, b, k, eps))(blocks, keys)
 
 
 def run_streams(config: HVCConfig, prm: CodecParams, state: CodecState, blocks, keys, eps):
@@ -225,22 +222,16 @@ def run(
     blocks: Float[Array, "B n d"],
     keys,
     eps: Float[Array, " B"],
-    live=None,
 ) -> tuple[CodecState, tuple[Float[Array, "B n d"], BlockInfo]]:
     """The closed loop over a sequence of blocks: one `lax.scan` (jitted; config static).
 
     `keys` has shape ``[B]`` (one per block) or ``[R, B]`` for R independent repetitions run as
-    one vmapped program (outputs then gain a leading ``[R]`` axis). `live` (bool ``[B]``, default
-    all True) marks padding steps with False: they leave the state unchanged and their outputs
-    are meaningless. Padding a run to a few fixed lengths (`padded_length`) lets calls with
-    different numbers of blocks share one compiled program.
+    one vmapped program (outputs then gain a leading ``[R]`` axis).
     """
     static = _static(config)
-    if live is None:
-        live = np.ones(blocks.shape[0], bool)
     if keys.ndim == 2:
-        return _run_many_jit(static, prm, state, blocks, keys, eps, live)
-    return _run_jit(static, prm, state, blocks, keys, eps, live)
+        return _run_many_jit(static, prm, state, blocks, keys, eps)
+    return _run_jit(static, prm, state, blocks, keys, eps)
 
 
 def padded_length(count: int) -> int:

@@ -216,24 +216,33 @@ def _block_keys(key, start: int, count: int, length: int | None = None):
     return jax.vmap(lambda k: jax.vmap(lambda i: jax.random.fold_in(k, i))(idx))(key)
 
 
-def _run_padded(config, prm, state, blocks, key, start: int, eps, dtype):
+def _run_padded(config, prm, state, blocks, key, start: int, eps, dtype, pad: bool):
     """`codec.run` on host arrays ``blocks [B, n, d]``, ``eps [B]`` with the block keys of `key` from
-    index `start`, padded to `codec.padded_length(B)` so that runs of similar length share one
-    compiled program (a `StreamAnonymizer` fed chunks of varying size compiles a few programs, not
-    one per chunk). Returns ``(state, released [(R,) B, n, d], info)`` as NumPy arrays."""
+    index `start`. Returns ``(state, released [(R,) B, n, d], info)``, outputs as NumPy arrays.
+
+    With `pad`, the run is padded to `codec.padded_length(B)` steps (copies of the last block and
+    key), so that runs of similar length share one compiled program: a `StreamAnonymizer` fed
+    chunks of varying size compiles a few programs, not one per chunk. The padding steps' outputs
+    are dropped and their state is not used: the state after the B real steps is rebuilt from the
+    released blocks, which is exactly what the codec keeps (the last π released blocks, most
+    recent first, and how many exist), so the scan body is the same as without padding.
+    """
     count = blocks.shape[0]
-    length = codec.padded_length(count)
-    pad = length - count
-    blocks = np.concatenate([blocks, np.broadcast_to(blocks[-1:], (pad, *blocks.shape[1:]))]) if pad else blocks
-    eps = np.concatenate([eps, np.broadcast_to(eps[-1:], (pad,))]) if pad else eps
-    live = np.arange(length) < count
+    length = codec.padded_length(count) if pad else count
+    extra = length - count
+    if extra:
+        blocks = np.concatenate([blocks, np.broadcast_to(blocks[-1:], (extra, *blocks.shape[1:]))])
+        eps = np.concatenate([eps, np.broadcast_to(eps[-1:], (extra,))])
     keys = _block_keys(key, start, count, length)
-    state, (released, info) = codec.run(
-        config, prm, state, jnp.asarray(blocks, dtype), keys, jnp.asarray(eps, dtype), jnp.asarray(live)
-    )
+    end_state, (released, info) = codec.run(config, prm, state, jnp.asarray(blocks, dtype), keys, jnp.asarray(eps, dtype))
     released = np.asarray(released)[..., :count, :, :]
     info = jax.tree_util.tree_map(lambda a: np.asarray(a)[:, :count] if keys.ndim == 2 else np.asarray(a)[:count], info)
-    return state, released, info
+    if extra and keys.ndim == 1:
+        pi = state.history.shape[0]
+        history = np.concatenate([released[::-1][:pi], np.asarray(state.history)])[:pi]
+        valid = min(int(state.valid) + count, pi)
+        end_state = codec.CodecState(jnp.asarray(history, dtype), jnp.asarray(valid, jnp.int32))
+    return end_state, released, info
 
 
 def _plan_all(config: HVCConfig, n_rows: int, ids, limit: int):
@@ -357,7 +366,7 @@ def _anonymize_planned(key, records, config, ids, lo, hi, private, limit, frames
     data64 = records.astype(np.float64)
     blocks, rows, eps, block_frame = fr.blocks(lambda r: data64[np.asarray(r, np.int64)], frames)
     state = codec.init(config, records.shape[1], dtype)
-    _, released, info = _run_padded(config, prm, state, blocks, key, 0, eps, dtype)
+    _, released, info = _run_padded(config, prm, state, blocks, key, 0, eps, dtype, pad=False)
     out, index, delay, footrule, frame = _release(released, rows, info.perm, frames, block_frame)
     eps_frames = np.array([config.epsilon * len(f[0]) / limit for f in frames])
     return Result(
@@ -526,7 +535,7 @@ class StreamAnonymizer:
         blocks, rows, eps, _ = self.frames_fr.blocks(lambda r: np.stack([self.pending[i] for i in r]), frames)
         with _precision(self.config):
             self.state, released, info = _run_padded(
-                self.config, self.prm, self.state, blocks, self.key, self.blocks_done, eps, self.dtype
+                self.config, self.prm, self.state, blocks, self.key, self.blocks_done, eps, self.dtype, pad=True
             )
         self.blocks_done += blocks.shape[0]
         self.frames_done += len(frames)
