@@ -337,7 +337,7 @@ def _prepare(x, x_hat, bounds, kinds, order, accounting):
     return x, x_hat, tab, batch, dtype
 
 
-_TILE_ENTRIES = 1000000  # candidate-table entries K·(nd+1) per tile of blocks (see `_map_blocks`)
+_TILE_ENTRIES = 1_000_000  # candidate-table entries K·(nd+1) per tile of blocks (see `_map_blocks`)
 
 
 def _map_blocks(block_fn, per_block, x_hat, tab):
@@ -359,6 +359,8 @@ def _map_blocks(block_fn, per_block, x_hat, tab):
     else:
         fn = lambda *a: block_fn(*a, x_hat, tab)  # noqa: E731
     b = per_block[0].shape[0]
+    if b == 0:  # nothing to tile: an empty batch gives empty outputs
+        return jax.vmap(fn)(*per_block)
     n, d = x_hat.shape[-2:]
     tile = max(1, min(b, _TILE_ENTRIES // (tab.cbrt_gs.shape[0] * (n * d + 1))))
     n_tiles = -(-b // tile)

@@ -182,6 +182,13 @@ def test_tiled_batches_equal_per_block_calls(key, monkeypatch, shared_prediction
         np.testing.assert_allclose(quantize.selection_probabilities(xs[i], hat(i), width, **kw), probs[i], rtol=1e-5)
 
 
+def test_empty_batch_gives_empty_outputs(key):
+    x = np.zeros((0, 4, 3), np.float32)
+    assert quantize.mse_table(x, np.zeros((4, 3)), np.ones(3), eps_laplace=1.0).shape == (0, 3, 13)
+    out, info = quantize.quantize(key, x, np.zeros((4, 3)), np.ones(3), eps_laplace=1.0, eps_select=1.0)
+    assert out.shape == (0, 4, 3) and info.t.shape == (0,)
+
+
 def test_float32_and_float64_choose_alike(key):
     x = datasets.load_census()[:64].reshape(8, 8, 13)
     width = 1.5 * datasets.load_census().max(axis=0)
