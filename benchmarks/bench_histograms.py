@@ -81,26 +81,26 @@ def _final_choice_and_release(rng, h, eps, saved):
     return out
 
 
-def numpy_php(rng, h, eps):
+def _fifo_php(rng, h, eps, candidates):
+    """Algorithm 4 as the paper's FIFO queue on the host. ``candidates(a, b, lam)`` returns the errors of
+    the |C| = b − a candidates of partition [a, b) (index 0: keep it whole, i: cut at a + i).
+    Returns the release and the number of queue steps."""
     n = h.size
     d = H.php_depth(n)
     lam = 2 / eps
     queue = [(0, n, 0, n == 1)]  # (start, end, depth, leaf), FIFO
-    re_total = np.abs(h - h.mean()).sum()
-    err = re_total + lam
-    saved = [(err, ())]
-    cuts = []
+    err = float(np.abs(h - h.mean()).sum()) + lam
+    saved, cuts = [(err, ())], []
     while True:
         pos = next((i for i, q in enumerate(queue) if not q[3]), None)
         if pos is None:
             break
         a, b, dep, _ = queue.pop(pos)
-        split, whole = _split_errors(h[a:b])
-        cand = np.concatenate([[whole + lam], split + 2 * lam])
+        cand = candidates(a, b, lam)
         logits = -eps * cand / (16 * d)
         p = np.exp(logits - logits.max())
         i = rng.choice(cand.size, p=p / p.sum())
-        err += cand[i] - cand[0]
+        err += float(cand[i] - cand[0])
         if i == 0:
             queue.append((a, b, dep, True))
         else:
@@ -108,8 +108,17 @@ def numpy_php(rng, h, eps):
             cuts.append(c)
             queue += [(a, c, dep + 1, c - a == 1 or dep + 1 == d), (c, b, dep + 1, b - c == 1 or dep + 1 == d)]
         saved.append((err, tuple(cuts)))
-    out = _final_choice_and_release(rng, h, eps, saved)
-    return out
+    return _final_choice_and_release(rng, h, eps, saved), len(saved) - 1
+
+
+def numpy_php(rng, h, eps):
+    """P-HP in plain NumPy: each partition's candidate errors by prefix sums (`_split_errors`)."""
+
+    def candidates(a, b, lam):
+        split, whole = _split_errors(h[a:b])
+        return np.concatenate([[whole + lam], split + 2 * lam])
+
+    return _fifo_php(rng, h, eps, candidates)[0]
 
 
 @jax.jit
@@ -127,34 +136,14 @@ def _candidate_errors(tree, a, b, size_mask, lam):
 def host_loop_php(rng, h, eps):
     """P-HP as the paper's FIFO queue: a host loop over queue items, each scored by one jitted step (the
     same merge-sort-tree kernel; partitions padded to powers of two to bound recompilation)."""
-    n = h.size
-    d = H.php_depth(n)
-    lam = 2 / eps
     tree = H._tree(jnp.asarray(h, jnp.float32))
-    queue = [(0, n, 0, n == 1)]
-    err = float(np.abs(h - h.mean()).sum()) + lam
-    saved, cuts = [(err, ())], []
-    while True:
-        pos = next((i for i, q in enumerate(queue) if not q[3]), None)
-        if pos is None:
-            break
-        a, b, dep, _ = queue.pop(pos)
+
+    def candidates(a, b, lam):
         width = 1 << max(0, (b - a - 1).bit_length())
         mask = np.arange(width) < (b - a)
-        cand = np.asarray(_candidate_errors(tree, a, b, jnp.asarray(mask), jnp.float32(lam)))[: b - a]
-        logits = -eps * cand / (16 * d)
-        p = np.exp(logits - logits.max())
-        i = rng.choice(cand.size, p=p / p.sum())
-        err += float(cand[i] - cand[0])
-        if i == 0:
-            queue.append((a, b, dep, True))
-        else:
-            c = a + i
-            cuts.append(c)
-            queue += [(a, c, dep + 1, c - a == 1 or dep + 1 == d), (c, b, dep + 1, b - c == 1 or dep + 1 == d)]
-        saved.append((err, tuple(cuts)))
-    out = _final_choice_and_release(rng, h, eps, saved)
-    return out, len(saved) - 1
+        return np.asarray(_candidate_errors(tree, a, b, jnp.asarray(mask), jnp.float32(lam)))[: b - a]
+
+    return _fifo_php(rng, h, eps, candidates)
 
 
 def queue_strategies(bins_list=(1024, 4096, 16384)):
