@@ -51,12 +51,18 @@ def test_example_5_32_three_size_conditions_are_not_sufficient():
     assert B.assignment_exists(o2, a2, [36, 14])
 
 
+def _random_instance(rng, *, max_values, max_count, slack):
+    """Random SA counts o (2 … max_values values, 1 … max_count records each) and an F′ that is a
+    random multiple (1–3×) of the frequencies plus up to `slack`, capped at 1."""
+    m = rng.integers(2, max_values + 1)
+    o = rng.integers(1, max_count + 1, m)
+    return o, np.minimum(1.0, rng.uniform(1, 3) * o / o.sum() + rng.uniform(0, slack))
+
+
 def test_theorem_4_17_agrees_with_max_flow_on_random_settings():
     rng = np.random.default_rng(0)
     for _ in range(300):
-        m = rng.integers(2, 6)
-        o = rng.integers(1, 10, m)
-        fp = np.minimum(1.0, rng.uniform(1, 3) * o / o.sum() + rng.uniform(0, 0.2))
+        o, fp = _random_instance(rng, max_values=5, max_count=9, slack=0.2)
         s1 = int(rng.integers(1, 6))
         s2 = int(s1 + rng.integers(1, 6))
         for b1 in range(0, o.sum() // s1 + 1):
@@ -70,9 +76,7 @@ def test_theorem_4_17_agrees_with_max_flow_on_random_settings():
 def test_two_size_search_with_pruning_equals_exhaustive_search():
     rng = np.random.default_rng(1)
     for _ in range(300):
-        m = rng.integers(2, 7)
-        o = rng.integers(1, 15, m)
-        fp = np.minimum(1.0, rng.uniform(1, 3) * o / o.sum() + rng.uniform(0, 0.1))
+        o, fp = _random_instance(rng, max_values=6, max_count=14, slack=0.1)
         m_min = int(np.min(np.ceil(1 / fp - 1e-9)))
         m_max = m_min + int(rng.integers(1, 12))
         got = B.two_size_bucketing(o, fp, m_max=m_max)

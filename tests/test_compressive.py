@@ -92,14 +92,19 @@ def test_compressive_noise_is_laplace_sqrt_k_over_eps(key, x64):
     assert scipy.stats.kstest(z, "laplace").pvalue > ALPHA
 
 
+def _sparse_in_basis(basis, n, s, level, *, seed):
+    """D = Ψ x for an exactly s-sparse x with entries ≈ `level` (+ N(0, 1)) at random positions."""
+    rng = np.random.default_rng(seed)
+    x = np.zeros(n)
+    x[rng.choice(n, s, replace=False)] = level + rng.normal(size=s)
+    return C.basis_matrix(basis, n) @ x
+
+
 def test_end_to_end_recovers_a_sparse_vector_at_large_epsilon(key, x64):
     # the paper's utility claims are measured in benchmarks/bench_compressive.py; here: the whole
     # pipeline (projection, noise, recovery, Ψ) returns D when the noise is negligible
     n, s = 512, 5
-    rng = np.random.default_rng(9)
-    x = np.zeros(n)
-    x[rng.choice(n, s, replace=False)] = 50 + rng.normal(size=s)
-    d = C.basis_matrix("dct", n) @ x
+    d = _sparse_in_basis("dct", n, s, 50.0, seed=9)
     res = C.compressive(key, d, epsilon=1e9, config=C.CompressiveConfig(basis="dct", iterations=300), sparsity=s)
     np.testing.assert_allclose(np.asarray(res.release), d, atol=1e-4)
 
@@ -150,10 +155,7 @@ def test_tree_counter_vector_inputs_share_one_calibration(key, x64):
 
 def test_cmco_reconstructs_every_prefix_of_a_sparse_stream_at_large_epsilon(key, x64):
     t_max, s = 256, 4
-    rng = np.random.default_rng(4)
-    x = np.zeros(t_max)
-    x[rng.choice(t_max, s, replace=False)] = 40 + rng.normal(size=s)
-    d = C.basis_matrix("haar", t_max) @ x
+    d = _sparse_in_basis("haar", t_max, s, 40.0, seed=4)
     # a prefix of length t of a Haar-sparse vector is (S+1)-sparse in the t-point Haar basis
     outs = C.cmco(key, d, epsilon=1e9, k=64, sparsity=s + 1, times=[64, 256], iterations=300)
     assert [o.shape for o in outs] == [(64,), (256,)]
