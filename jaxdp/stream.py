@@ -113,8 +113,9 @@ class _Planner:
 
     def feed_distinct(self, first_row: int, count: int) -> tuple[list[tuple[list[int], int]], int]:
         """`feed` of rows ``first_row … first_row + count - 1``, each a new subject ``("row", r)``,
-        in O(frames) steps. Returns the frames emitted and how many rows came before the limit
-        closed the stream (the rest are dropped)."""
+        in O(frames) steps (frames that start and end inside the call skip the buffer and hold
+        their rows as an int array). Returns the frames emitted and how many rows came before the
+        limit closed the stream (the rest are dropped)."""
         frames = []
         i = 0
         while i < count:
@@ -128,9 +129,14 @@ class _Planner:
             if self.limit is not None:  # ... or the limit l is reached
                 j = min(j, i + (self.limit - self.accepted) - 1)
             stop = min(j, count - 1)
+            self.accepted += stop - i + 1
+            if stop == j and not size:  # a whole frame inside this call: no need to pass through the buffer
+                self.closed = self.limit is not None and self.accepted >= self.limit
+                frames.append((np.arange(first_row + i, first_row + j + 1), first_row + j))
+                i = stop + 1
+                continue
             for r in range(first_row + i, first_row + stop + 1):
                 self.buffer[("row", r)] = r
-            self.accepted += stop - i + 1
             if stop == j:
                 self.closed = self.limit is not None and self.accepted >= self.limit
                 frames.append(self._emit(first_row + j))
@@ -258,16 +264,11 @@ def _plan_all(config: HVCConfig, n_rows: int, ids, limit: int):
 
 
 def _plan_distinct(planner: _Planner, n_rows: int) -> list[tuple[np.ndarray, int]]:
-    """Frames of `_Planner` when all rows have distinct subjects: consecutive runs of m rows up to
-    the limit l, each released at its last row; rows after the limit are dropped. Rows come as
-    int arrays (not lists) so that `_Frames.blocks` can concatenate them without a loop per row."""
-    last = n_rows if planner.limit is None else min(n_rows, planner.limit)
-    m = planner.m
-    frames = [(np.arange(a, min(a + m, last)), min(a + m, last) - 1) for a in range(0, last, m)]
-    planner.accepted = last
-    planner.dropped = n_rows - last
-    planner.closed = planner.limit is not None and last >= planner.limit
-    return frames
+    """Frames of `_Planner` when all rows have distinct subjects (`_Planner.feed_distinct` over all
+    rows, then the final flush): consecutive runs of m rows up to the limit l, each released at
+    its last row; rows after the limit are dropped."""
+    frames, _ = planner.feed_distinct(0, n_rows)
+    return frames + planner.flush(n_rows - 1)
 
 
 def _release(released, rows, perm, frames, block_frame):
