@@ -10,7 +10,10 @@
 Streams: Census records resampled with a seeded generator and ±1 % multiplicative jitter (see
 `shared/datasets/README.md`); bounds 1.5 × the Census maximum (fixed constants, not read from the stream).
 
-Usage: python benchmarks/bench_scale.py [--max-records 1000000] [--numpy-blocks 2000]
+Usage: python benchmarks/bench_scale.py [--max-records 1000000] [--numpy-blocks 2000] [--fuse-loops]
+
+``--fuse-loops`` calls `jaxdp.fuse_cpu_loops()` first (what the CLI does): XLA then compiles the
+small-block codec loop into one CPU kernel (`jaxdp.backend`).
 """
 
 from __future__ import annotations
@@ -100,10 +103,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-records", type=int, default=1_000_000)
     parser.add_argument("--numpy-blocks", type=int, default=2000)
+    parser.add_argument("--fuse-loops", action="store_true", help="jaxdp.fuse_cpu_loops() first (as the CLI does)")
+    parser.add_argument("--skip-memory", action="store_true", help="only the records/s table")
     args = parser.parse_args()
+    if args.fuse_loops:
+        jaxdp.fuse_cpu_loops()
     dev = jax.devices()[0]
     print(f"machine: {platform.machine()} | {os.cpu_count()} CPUs | JAX {jax.__version__} on {dev.platform.upper()} | "
-          f"NumPy {np.__version__} | jaxdp {jaxdp.__version__}")
+          f"NumPy {np.__version__} | jaxdp {jaxdp.__version__} | XLA CPU loops fused: "
+          f"{'yes' if jaxdp.backend.cpu_loops_fused() else 'no'}")
     print("\n| n | records | compile+run s | run s | records/s | NumPy records/s (same codec) | speed-up |")
     print("|---|---|---|---|---|---|---|")
     lengths = [10**k for k in range(3, 7) if 10**k <= args.max_records]
@@ -133,6 +141,8 @@ def main():
                 ratio = f"{(length / run) / np_rate_v:.1f}×"
             print(f"| {n} | {length:,} | {first:.2f} | {run:.3f} | {length / run:,.0f} | {np_rate} | {ratio} |", flush=True)
 
+    if args.skip_memory:
+        return
     print("\nStreamAnonymizer memory, 10⁶ records pushed in chunks of 10,000 (n = 8, δ = 96):")
     cfg = jaxdp.HVCConfig(8, 12, 3.0, bounds=(np.zeros(13), HI), target_length=args.max_records)
     sa = jaxdp.StreamAnonymizer(cfg, jax.random.key(2))

@@ -9,6 +9,7 @@ Modules:
   datasets     bundled Census data, explicit (non-private) bound helpers
   predict      candidate predictions from protected blocks (intra / inter modes)
   codec        the closed loop: one block step, a scan over blocks
+  backend      XLA CPU settings for the codec loop (`fuse_cpu_loops`)
   stream       frames, budgets, record updates; `anonymize`, `StreamAnonymizer`
   baselines    PLN and the zero-budget midpoint
   reorder      Algorithm 2's footrule-constrained reordering (not DP; opt-in)
@@ -21,6 +22,7 @@ Modules:
 
 from jaxdp import (
     audit,
+    backend,
     baselines,
     bucketize,
     compressive,
@@ -37,6 +39,7 @@ from jaxdp import (
     transforms,
     wevent,
 )
+from jaxdp.backend import fuse_cpu_loops
 from jaxdp.baselines import midpoint, pln
 from jaxdp.config import HVCConfig
 from jaxdp.stream import Result, StreamAnonymizer, anonymize, anonymize_many
@@ -52,6 +55,8 @@ __all__ = [
     "StreamAnonymizer",
     "anonymize",
     "anonymize_many",
+    "fuse_cpu_loops",
+    "backend",
     "pln",
     "midpoint",
     "audit",

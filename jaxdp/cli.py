@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdp import __version__, datasets, quantize
+from jaxdp import __version__, backend, datasets, quantize
 
 
 def _parse_bounds(text: str | None, data: np.ndarray) -> tuple[np.ndarray, str]:
@@ -279,6 +279,7 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
         "sse_pln_expected": pln_sse,
         "sse_midpoint": mid_sse,
         "seconds": elapsed,
+        "xla_cpu_loops_fused": backend.cpu_loops_fused(),
         "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in _config_dict(config).items()},
     }
     if args.report:
@@ -347,7 +348,11 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--seed", type=int, default=0, help="PRNG seed (default 0)")
     a.add_argument("--quiet", action="store_true", help="no progress bar")
     a.add_argument("--strict-bounds", action="store_true", help="refuse values outside the bounds instead of clipping")
+    a.add_argument("--no-fuse-loops", action="store_true",
+                   help="keep XLA's default CPU loop compilation (see jaxdp.backend.fuse_cpu_loops)")
     args = parser.parse_args(argv)
+    if args.command == "anonymize" and not args.no_fuse_loops and not backend._backends_started():
+        backend.fuse_cpu_loops()  # this process is ours: compile the codec loop as one CPU kernel
     if args.command == "demo":
         return demo(args)
     try:

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from jaxdp import mechanisms, predict, quantize
+from jaxdp import backend, mechanisms, predict, quantize
 from jaxdp.config import HVCConfig
 
 _UNROLL = 1  # lax.scan unroll factor. 4 was ≈ 20 % faster on CPU but compiles the remainder iterations differently, which broke bit-identity between the batch and streaming front ends (different scan lengths)
@@ -184,9 +184,13 @@ def _scan(config, prm, state, blocks, keys, eps):
     return jax.lax.scan(body, state, (blocks, draws, eps), unroll=_UNROLL)
 
 
-@functools.partial(jax.jit, static_argnums=(0,))
-def _run_jit(config, prm, state, blocks, keys, eps):
+def _run_one(config, prm, state, blocks, keys, eps):
     return _scan(config, prm, state, blocks, keys, eps)
+
+
+_run_jit = jax.jit(_run_one, static_argnums=(0,))
+# The same loop compiled so that XLA can make it one CPU kernel (`jaxdp.backend`; small blocks).
+_run_jit_hoistable = jax.jit(_run_one, static_argnums=(0,), compiler_options=backend._NO_LIBRARY_FUSIONS)
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
@@ -231,7 +235,12 @@ def run(
     static = _static(config)
     if keys.ndim == 2:
         return _run_many_jit(static, prm, state, blocks, keys, eps)
-    return _run_jit(static, prm, state, blocks, keys, eps)
+    return _run_fn(blocks.shape[-2] * blocks.shape[-1])(static, prm, state, blocks, keys, eps)
+
+
+def _run_fn(block_entries: int):
+    """The jitted single-stream loop for blocks of `block_entries` = n·d values (`jaxdp.backend`)."""
+    return _run_jit_hoistable if backend._codec_loop_options(block_entries) is not None else _run_jit
 
 
 def padded_length(count: int) -> int:
