@@ -287,6 +287,8 @@ def _release(released, rows, perm, frames, block_frame):
         footrule = np.stack([disp[r][mask[r]] for r in range(perm.shape[0])])
         if np.all(index == index[:1]):
             index, footrule = index[0], footrule[0]
+    elif mask.all():  # no padding rows: the blocks in order are the release (a copy, no gather)
+        index, out, footrule = rows_p.reshape(-1), np.array(released.reshape(-1, released.shape[-1])), disp.reshape(-1)
     else:
         index, out, footrule = rows_p[mask], released[mask], disp[mask]
     blk = np.broadcast_to(np.arange(rows.shape[0])[:, None], rows.shape)[rows >= 0]
