@@ -153,10 +153,10 @@ def test_vmap_over_keys_equals_loop_and_jit_equals_no_jit(key):
         np.testing.assert_allclose(single[0], batched[i], rtol=1e-5, atol=1e-4)
     via_vmap, _ = jax.vmap(lambda k, x: quantize.quantize(k[None], x[None], x_hat, width, **kw))(keys, xs)
     np.testing.assert_allclose(via_vmap[:, 0], batched, rtol=1e-5, atol=1e-4)
-    with jax.disable_jit():
-        eager, eager_info = quantize.quantize(keys, xs, x_hat, width, **kw)
-    np.testing.assert_array_equal(eager_info.t, info.t)
-    np.testing.assert_allclose(eager, batched, rtol=1e-4, atol=1e-3)
+    with jax.disable_jit():  # op by op (slow): two blocks are enough to compare
+        eager, eager_info = quantize.quantize(keys[:2], xs[:2], x_hat, width, **kw)
+    np.testing.assert_array_equal(eager_info.t, info.t[:2])
+    np.testing.assert_allclose(eager, batched[:2], rtol=1e-4, atol=1e-3)
 
 
 @pytest.mark.parametrize("shared_prediction", [True, False])
