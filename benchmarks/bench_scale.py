@@ -104,6 +104,7 @@ def main():
     parser.add_argument("--max-records", type=int, default=1_000_000)
     parser.add_argument("--numpy-blocks", type=int, default=2000)
     parser.add_argument("--fuse-loops", action="store_true", help="jaxdp.fuse_cpu_loops() first (as the CLI does)")
+    parser.add_argument("--block-sizes", default="8,48", help="comma-separated n (default 8,48)")
     parser.add_argument("--skip-memory", action="store_true", help="only the records/s table")
     args = parser.parse_args()
     if args.fuse_loops:
@@ -115,7 +116,7 @@ def main():
     print("\n| n | records | compile+run s | run s | records/s | NumPy records/s (same codec) | speed-up |")
     print("|---|---|---|---|---|---|---|")
     lengths = [10**k for k in range(3, 7) if 10**k <= args.max_records]
-    for n in (8, 48):
+    for n in (int(v) for v in args.block_sizes.split(",")):
         for length in lengths:
             cfg = jaxdp.HVCConfig(n, max(1, 96 // n), 3.0, bounds=(np.zeros(13), HI))
             data = stream(length, seed=length)
