@@ -11,6 +11,7 @@ Streams: Census records resampled with a seeded generator and ±1 % multiplicati
 `shared/datasets/README.md`); bounds 1.5 × the Census maximum (fixed constants, not read from the stream).
 
 Usage: python benchmarks/bench_scale.py [--max-records 1000000] [--numpy-blocks 2000] [--fuse-loops]
+       [--block-sizes 8,48] [--skip-memory]
 
 ``--fuse-loops`` calls `jaxdp.fuse_cpu_loops()` first (what the CLI does): XLA then compiles the
 small-block codec loop into one CPU kernel (`jaxdp.backend`).
