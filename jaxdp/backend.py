@@ -78,8 +78,7 @@ def fuse_cpu_loops() -> bool:
     return True
 
 
-def _codec_loop_options(block_entries: int) -> dict | None:
-    """Compiler options for a single-stream codec loop on blocks of `block_entries` = n·d values."""
-    if block_entries <= SMALL_BLOCK_ENTRIES and cpu_loops_fused() and jax.default_backend() == "cpu":
-        return _NO_LIBRARY_FUSIONS
-    return None
+def _hoistable_codec_loop(block_entries: int) -> bool:
+    """Whether a single-stream codec loop on blocks of `block_entries` = n·d values is compiled
+    without library-call fusions (`_NO_LIBRARY_FUSIONS`), so that XLA can make it one kernel."""
+    return block_entries <= SMALL_BLOCK_ENTRIES and cpu_loops_fused() and jax.default_backend() == "cpu"

@@ -240,7 +240,7 @@ def run(
 
 def _run_fn(block_entries: int):
     """The jitted single-stream loop for blocks of `block_entries` = n·d values (`jaxdp.backend`)."""
-    return _run_jit_hoistable if backend._codec_loop_options(block_entries) is not None else _run_jit
+    return _run_jit_hoistable if backend._hoistable_codec_loop(block_entries) else _run_jit
 
 
 def padded_length(count: int) -> int:

@@ -26,9 +26,9 @@ def test_fuse_cpu_loops_after_start_is_a_clear_error_unless_already_set(monkeypa
     assert os.environ["XLA_FLAGS"] == "--xla_force_host_platform_device_count=1"  # untouched
     monkeypatch.setenv("XLA_FLAGS", _FLAG)
     assert jaxdp.fuse_cpu_loops() and os.environ["XLA_FLAGS"] == _FLAG
-    assert backend._codec_loop_options(104) is not None and backend._codec_loop_options(624) is None
+    assert backend._hoistable_codec_loop(104) and not backend._hoistable_codec_loop(624)
     monkeypatch.delenv("XLA_FLAGS")
-    assert backend._codec_loop_options(104) is None  # without the flag: default compilation
+    assert not backend._hoistable_codec_loop(104)  # without the flag: default compilation
 
 
 SCRIPT = textwrap.dedent(
