@@ -9,7 +9,7 @@ Modules:
   datasets     bundled Census data, explicit (non-private) bound helpers
   predict      candidate predictions from protected blocks (intra / inter modes)
   codec        the closed loop: one block step, a scan over blocks
-  backend      XLA CPU settings for the codec loop (`fuse_cpu_loops`)
+  backend      how the codec loop is compiled on CPU (one kernel for small blocks; `fuse_cpu_loops`)
   stream       frames, budgets, record updates; `anonymize`, `StreamAnonymizer`
   baselines    PLN and the zero-budget midpoint
   reorder      Algorithm 2's footrule-constrained reordering (not DP; opt-in)

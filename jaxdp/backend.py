@@ -1,84 +1,83 @@
-"""XLA CPU settings for the codec's sequential loop.
+"""How the codec's sequential loop is compiled on CPU: one kernel for small blocks.
 
 The codec is one `lax.scan` whose step is ≈ 50 small XLA operations on a block of n·d values.
-With XLA's default CPU runtime every operation is a separate kernel launch ("thunk") costing
-≈ 0.2-0.3 µs, which is most of a step at small n. XLA can instead compile a whole `while` loop
-into **one** kernel (its *small-while-loop hoisting* pass), but only for loops whose bytes
-accessed stay under a threshold (1 kB by default) and that contain no library-call ("custom")
-fusions. The threshold can only be raised through the ``XLA_FLAGS`` environment variable, read
-once when JAX starts its CPU backend, and it then applies to every loop of the process.
+XLA's CPU runtime launches every operation of a loop body as a separate kernel ("thunk", ≈ 0.2-0.3
+µs each), which is most of a step at small n. XLA can instead compile a whole computation into
+**one** kernel: it does so itself for `while` loops under 1 kB of accesses (its small-while-loop
+hoisting pass, which marks the loop's call ``xla_cpu_small_call``). The codec's loop is larger than
+that threshold (its inputs are the whole stream), so jaxdp marks the call around its single-stream
+scan itself, per compilation and for nothing else in the process: the scan is a non-inlined call
+with the frontend attributes ``inlineable="false"`` and ``xla_cpu_small_call="true"``, compiled
+without library-call (YNNPACK) fusions, which such a kernel cannot contain.
 
-`fuse_cpu_loops` raises it (the CLI does this itself). When it is raised, jaxdp compiles its
-single-stream codec loop for small blocks (n·d ≤ `SMALL_BLOCK_ENTRIES`) without library-call
-fusions, so that XLA can hoist it; larger blocks keep them (their matrix products are faster as
-library calls than inside a hoisted loop: 1.7-1.8× slower hoisted at n = 48, about even at
-n = 32). Without the flag nothing changes (hoisting is impossible, and the library calls are
-≈ 7 % faster). Results are the same computation; the compiled code differs, so outputs may differ
-in the last bits of float rounding from a run without the flag.
+This is done for blocks of n·d ≤ `SMALL_BLOCK_ENTRIES` values on the CPU backend (measured on a 2-core
+CPU, scan alone: n = 4 2.0×, n = 8 1.7×, n = 16 1.4× faster, n = 32 even, n = 48 1.4× *slower*, its
+matrix products being faster as library calls), single streams only (the vmapped repetition and
+multi-stream programs keep XLA's default). The discrete choices are the same and records equal to
+float rounding (`tests/test_backend.py`). The marker is an XLA-internal convention: if a JAX/XLA
+version refuses to compile the marked loop, jaxdp warns once, turns the setting off and runs the
+default loop, so the result never depends on it.
 """
 
 from __future__ import annotations
 
-import os
+import warnings
 
 import jax
 
 __all__ = ["fuse_cpu_loops", "cpu_loops_fused", "SMALL_BLOCK_ENTRIES"]
 
-_OPTION = "xla_cpu_small_while_loop_byte_threshold"
-_FLAG = f"--xla_backend_extra_options={_OPTION}={2**62}"
-SMALL_BLOCK_ENTRIES = 256  # n·d up to which the codec loop is compiled to be hoistable (n ≤ 16 at d = 13)
-# Per-compilation option: no YNNPACK library-call fusions in the loop (those keep XLA from hoisting it).
+SMALL_BLOCK_ENTRIES = 256  # n·d up to which the codec loop is one kernel (n ≤ 16 at d = 13)
+# Per-compilation option: no YNNPACK library-call fusions (a one-kernel loop cannot contain them).
 _NO_LIBRARY_FUSIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
+# Frontend attributes of the call around the loop: keep it a call, compile it as one kernel.
+_ONE_KERNEL_CALL = {"inlineable": "false", "xla_cpu_small_call": "true"}
+
+_enabled = True
+
+
+def fuse_cpu_loops(enabled: bool = True) -> bool:
+    """Whether jaxdp compiles its small-block single-stream codec loop into one CPU kernel (on by default).
+
+    Takes effect for the next `anonymize` / `StreamAnonymizer` call (each setting has its own compiled
+    programs, both are cached); it changes nothing else in the process and nothing on GPUs. Measured on
+    a 2-core CPU (`benchmarks/bench_scale.py`, same process): the codec loop at n = 8 takes ≈ 7 µs per
+    block instead of ≈ 12 µs.
+
+    Args:
+      enabled: True (the default setting) for the one-kernel loop, False for XLA's default loop.
+
+    Returns:
+      The previous setting.
+
+    Raises:
+      TypeError: `enabled` is not a bool.
+    """
+    global _enabled
+    if not isinstance(enabled, bool):
+        raise TypeError(f"enabled must be True or False, got {enabled!r}")
+    previous, _enabled = _enabled, enabled
+    return previous
 
 
 def cpu_loops_fused() -> bool:
-    """Whether ``XLA_FLAGS`` raises XLA's small-while-loop threshold (`fuse_cpu_loops` or by hand)."""
-    return _OPTION in os.environ.get("XLA_FLAGS", "")
+    """The current `fuse_cpu_loops` setting (False after a version of XLA refused the one-kernel loop)."""
+    return _enabled
 
 
-def _backends_started() -> bool:
-    try:
-        from jax._src import xla_bridge
-
-        return bool(xla_bridge.backends_are_initialized())
-    except (ImportError, AttributeError):  # pragma: no cover - private API moved: assume started
-        return True
+def _one_kernel_codec_loop(block_entries: int) -> bool:
+    """Whether a single-stream codec loop on blocks of `block_entries` = n·d values is compiled as one kernel."""
+    return _enabled and block_entries <= SMALL_BLOCK_ENTRIES and jax.default_backend() == "cpu"
 
 
-def fuse_cpu_loops() -> bool:
-    """Let XLA compile whole `lax.scan` loops into one CPU kernel (call before any JAX computation).
-
-    Appends ``--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=2⁶²`` to
-    ``XLA_FLAGS``. Measured on a 2-core CPU (`benchmarks/bench_scale.py`): the codec loop at n = 8
-    takes ≈ 10 µs per block instead of ≈ 15-16 µs. It affects every `while` loop of the process
-    (XLA then compiles each loop without library calls inside into a single kernel), which can be
-    slower for loops around large matrix products; it has no effect on GPUs.
-
-    Equivalent by hand, before starting Python::
-
-        export XLA_FLAGS="--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=4611686018427387904"
-
-    Returns:
-      True if the flag is set now (or was already).
-
-    Raises:
-      RuntimeError: JAX has already started its backends (the flag is read only at start-up); call
-        this right after ``import jaxdp``, before creating arrays, or set ``XLA_FLAGS`` by hand.
-    """
-    if cpu_loops_fused():
-        return True
-    if _backends_started():
-        raise RuntimeError(
-            "fuse_cpu_loops() must run before JAX's first computation (XLA reads XLA_FLAGS once, at "
-            "start-up). Call it right after `import jaxdp`, or set XLA_FLAGS before starting Python: "
-            f'export XLA_FLAGS="{_FLAG}"'
-        )
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FLAG}".strip()
-    return True
-
-
-def _hoistable_codec_loop(block_entries: int) -> bool:
-    """Whether a single-stream codec loop on blocks of `block_entries` = n·d values is compiled
-    without library-call fusions (`_NO_LIBRARY_FUSIONS`), so that XLA can make it one kernel."""
-    return block_entries <= SMALL_BLOCK_ENTRIES and cpu_loops_fused() and jax.default_backend() == "cpu"
+def _refused(err: Exception) -> None:
+    """The one-kernel loop failed to compile or run: warn once and use XLA's default from now on."""
+    global _enabled
+    _enabled = False
+    warnings.warn(
+        f"jaxdp: this JAX/XLA version could not compile the codec loop as one CPU kernel "
+        f"({type(err).__name__}: {str(err)[:200]}); using XLA's default loop (same results, slower). "
+        "Call jaxdp.fuse_cpu_loops(False) to skip the attempt.",
+        RuntimeWarning,
+        stacklevel=3,
+    )

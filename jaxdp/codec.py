@@ -170,12 +170,14 @@ def _step_jit(config, prm, state, block, key, eps_block):
     return _step(config, prm, state, block, key, eps_block)
 
 
-def _scan(config, prm, state, blocks, keys, eps):
+def _all_draws(config, blocks, keys):
     # Memory: the random numbers of every block are held at once, ≈ the size of `blocks` (2× with
     # noise="grid"), per repetition when vmapped.
     nd = blocks.shape[-2] * blocks.shape[-1]
-    draws = jax.vmap(lambda k: _step_draws(config, k, nd, blocks.dtype))(keys)  # all randomness, one call
+    return jax.vmap(lambda k: _step_draws(config, k, nd, blocks.dtype))(keys)  # all randomness, one call
 
+
+def _scan_drawn(config, prm, state, blocks, draws, eps):
     def body(carry, xs):
         block, drawn, e = xs
         carry, released, info = _step_drawn(config, prm, carry, block, drawn, e)
@@ -184,13 +186,30 @@ def _scan(config, prm, state, blocks, keys, eps):
     return jax.lax.scan(body, state, (blocks, draws, eps), unroll=_UNROLL)
 
 
+def _scan(config, prm, state, blocks, keys, eps):
+    return _scan_drawn(config, prm, state, blocks, _all_draws(config, blocks, keys), eps)
+
+
 def _run_one(config, prm, state, blocks, keys, eps):
     return _scan(config, prm, state, blocks, keys, eps)
 
 
 _run_jit = jax.jit(_run_one, static_argnums=(0,))
-# The same loop compiled so that XLA can make it one CPU kernel (`jaxdp.backend`; small blocks).
-_run_jit_hoistable = jax.jit(_run_one, static_argnums=(0,), compiler_options=backend._NO_LIBRARY_FUSIONS)
+
+# The loop as its own (non-inlined) call: the jit here only makes the call boundary that XLA
+# compiles as one CPU kernel (`jaxdp.backend`).
+_scan_call = jax.jit(_scan_drawn, static_argnums=(0,))
+
+
+def _run_one_kernel(config, prm, state, blocks, keys, eps):
+    from jax.experimental.xla_metadata import set_xla_metadata
+
+    draws = _all_draws(config, blocks, keys)  # outside the kernel: large vectorized threefry
+    with set_xla_metadata(**backend._ONE_KERNEL_CALL):
+        return _scan_call(config, prm, state, blocks, draws, eps)
+
+
+_run_jit_one_kernel = jax.jit(_run_one_kernel, static_argnums=(0,), compiler_options=backend._NO_LIBRARY_FUSIONS)
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
@@ -235,12 +254,24 @@ def run(
     static = _static(config)
     if keys.ndim == 2:
         return _run_many_jit(static, prm, state, blocks, keys, eps)
-    return _run_fn(blocks.shape[-2] * blocks.shape[-1])(static, prm, state, blocks, keys, eps)
+    run_fn = _run_fn(static, blocks.shape[-2] * blocks.shape[-1])
+    if run_fn is _run_jit_one_kernel:
+        try:
+            return run_fn(static, prm, state, blocks, keys, eps)
+        except (RuntimeError, ImportError) as err:  # an XLA/JAX that refuses the one-kernel loop (XLA errors are RuntimeErrors)
+            backend._refused(err)
+    return _run_jit(static, prm, state, blocks, keys, eps)
 
 
-def _run_fn(block_entries: int):
+def _run_fn(config: HVCConfig, block_entries: int):
     """The jitted single-stream loop for blocks of `block_entries` = n·d values (`jaxdp.backend`)."""
-    return _run_jit_hoistable if backend._hoistable_codec_loop(block_entries) else _run_jit
+    return _run_jit_one_kernel if one_kernel_loop(config, block_entries) else _run_jit
+
+
+def one_kernel_loop(config: HVCConfig, block_entries: int) -> bool:
+    """Whether a single stream of `config` on blocks of n·d = `block_entries` values runs its codec loop
+    as one CPU kernel (`jaxdp.backend`; never with reordering: a host callback inside the loop)."""
+    return config.reorder != "paper" and backend._one_kernel_codec_loop(block_entries)
 
 
 def padded_length(count: int) -> int:

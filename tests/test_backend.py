@@ -1,102 +1,115 @@
-"""XLA CPU loop settings (`jaxdp.backend`): opt-in flag, which codec loops become one kernel, same results."""
+"""The codec loop as one CPU kernel (`jaxdp.backend`): when it is used, what XLA makes of it, same release."""
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import jaxdp
-from jaxdp import backend
+from jaxdp import backend, cli, codec, datasets
 
-_FLAG = "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=4611686018427387904"
+CENSUS = datasets.load_census().astype(np.float64)
+HI = 1.5 * CENSUS.max(axis=0)
 
 
-def test_fuse_cpu_loops_after_start_is_a_clear_error_unless_already_set(monkeypatch):
-    import jax.numpy as jnp
+@pytest.fixture(autouse=True)
+def _restore_setting():
+    previous = backend.cpu_loops_fused()
+    yield
+    backend.fuse_cpu_loops(previous)
 
-    jnp.zeros(1).block_until_ready()  # this process has started JAX
-    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=1")
+
+def _config(n, **kw):
+    kw.setdefault("accounting", "paper")  # the joint-accounting tables at n = 48 take seconds to build
+    return jaxdp.HVCConfig(n, max(1, 96 // n), 20.0, bounds=(np.zeros(13), HI), **kw)
+
+
+def _entry_computation(config, n, dtype):
+    """The optimized HLO of the single-stream loop's entry computation (64 blocks)."""
+    prm = codec.params(config, np.zeros(13), HI, dtype)
+    blocks = jnp.zeros((64, n, 13), dtype)
+    keys = jax.random.split(jax.random.key(0), 64)
+    text = codec._run_fn(codec._static(config), n * 13).lower(
+        codec._static(config), prm, codec.init(config, 13, dtype), blocks, keys, jnp.ones(64, dtype)
+    ).compile().as_text()
+    entry = text[text.index("ENTRY"):]
+    return entry[: entry.index("\n}")]
+
+
+def test_setting_is_a_bool_and_returns_the_previous_one():
+    assert backend.cpu_loops_fused()  # on by default
+    assert jaxdp.fuse_cpu_loops(False) is True
     assert not backend.cpu_loops_fused()
-    with pytest.raises(RuntimeError, match="before JAX's first computation"):
-        jaxdp.fuse_cpu_loops()
-    assert os.environ["XLA_FLAGS"] == "--xla_force_host_platform_device_count=1"  # untouched
-    monkeypatch.setenv("XLA_FLAGS", _FLAG)
-    assert jaxdp.fuse_cpu_loops() and os.environ["XLA_FLAGS"] == _FLAG
-    assert backend._hoistable_codec_loop(104) and not backend._hoistable_codec_loop(624)
-    monkeypatch.delenv("XLA_FLAGS")
-    assert not backend._hoistable_codec_loop(104)  # without the flag: default compilation
+    assert jaxdp.fuse_cpu_loops(True) is False
+    with pytest.raises(TypeError, match="True or False"):
+        jaxdp.fuse_cpu_loops("yes")
+    assert codec.one_kernel_loop(_config(8), 104)
+    assert not codec.one_kernel_loop(_config(48), 624)  # large blocks: library-call matrix products
+    assert not codec.one_kernel_loop(_config(8, reorder="paper"), 104)  # host callback in the loop
 
 
-SCRIPT = textwrap.dedent(
-    """
-    import sys, json, jax, jax.numpy as jnp, numpy as np, jaxdp
-    from jaxdp import codec, datasets
-    if sys.argv[1] == "fuse":
-        assert jaxdp.fuse_cpu_loops()
-    census = datasets.load_census().astype(np.float64)
-    hi = 1.5 * census.max(axis=0)
-    data = census[:480]
-    entry_while = {}
+def _codec_loop_ops(entry, n):
+    """Entry-computation ops carrying the codec state (history f32[2, n, 13]): (while loops, marked calls).
+    The other `while` loops of the entry are the vectorized threefry draws before the block loop."""
+    lines = [line for line in entry.splitlines() if f"[2,{n},13]" in line.split("=")[1]]
+    loops = [line for line in lines if " while(" in line]
+    calls = [line for line in lines if 'xla_cpu_small_call="true"' in line]
+    return loops, calls
+
+
+def test_small_block_loop_compiles_to_one_kernel_call_and_large_or_disabled_to_a_loop():
+    # n = 8: the block loop is a call marked for XLA's one-kernel emitter, not a loop of kernels.
+    loops, calls = _codec_loop_ops(_entry_computation(_config(8), 8, jnp.float32), 8)
+    assert not loops and len(calls) == 1
+    # n = 48 and the setting off: a `while` loop of separate kernels, nothing marked.
+    for n, enabled in ((48, True), (8, False)):
+        jaxdp.fuse_cpu_loops(enabled)
+        entry = _entry_computation(_config(n), n, jnp.float32)
+        loops, calls = _codec_loop_ops(entry, n)
+        assert len(loops) == 1 and not calls and "xla_cpu_small_call" not in entry
+
+
+def test_one_kernel_loop_releases_the_same_as_the_default_loop(dtype):
+    data = CENSUS[:480]
+    cfg = _config(8, accounting="joint")
     out = {}
-    for n in (8, 48):
-        cfg = jaxdp.HVCConfig(n, 96 // n, 20.0, bounds=(np.zeros(13), hi), accounting="paper")
-        r = jaxdp.anonymize(jax.random.key(3), data, cfg)
-        out[n] = (r.records, np.stack([r.info.mode, r.info.kind, r.info.t]))
-        prm = codec.params(cfg, np.zeros(13), hi, jnp.float32)
-        blocks = jnp.zeros((64, n, 13), jnp.float32)
-        keys = jax.random.split(jax.random.key(0), 64)
-        text = codec._run_fn(n * 13).lower(
-            codec._static(cfg), prm, codec.init(cfg, 13, jnp.float32), blocks, keys, jnp.ones(64, jnp.float32)
-        ).compile().as_text()
-        entry = text[text.index("ENTRY"):]
-        entry = entry[: entry.index("\\n}")]
-        entry_while[n] = " while(" in entry  # the scan left as a loop of separate kernels
-    np.savez(sys.argv[2], r8=out[8][0], i8=out[8][1], r48=out[48][0], i48=out[48][1])
-    print(json.dumps(entry_while))
-    """
-)
+    for enabled in (True, False):
+        jaxdp.fuse_cpu_loops(enabled)
+        out[enabled] = jaxdp.anonymize(jax.random.key(3), data.astype(dtype), cfg)
+    assert out[True].records.dtype == dtype
+    a, b = out[True], out[False]
+    for name in ("mode", "kind", "t", "n_clipped"):
+        np.testing.assert_array_equal(getattr(a.info, name), getattr(b.info, name))
+    np.testing.assert_allclose(a.records, b.records, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6 * HI.max())
 
 
-def test_fused_loops_make_the_small_block_codec_one_kernel_with_the_same_release(tmp_path):
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
-    env.pop("XLA_FLAGS", None)
-    procs = {
-        mode: subprocess.Popen([sys.executable, "-c", SCRIPT, mode, str(tmp_path / f"{mode}.npz")], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for mode in ("fuse", "default")
-    }
-    results = {}
-    for mode, proc in procs.items():
-        stdout, stderr = proc.communicate()
-        assert proc.returncode == 0, stderr[-2000:]
-        results[mode] = json.loads(stdout.strip().splitlines()[-1]), np.load(tmp_path / f"{mode}.npz")
-    (fused, a), (plain, b) = results["fuse"], results["default"]
-    # Default: every codec scan is a while loop of separate kernels. With the flag, the n = 8 loop
-    # is compiled into one kernel (no while left in the entry computation); n = 48 stays a loop
-    # (its matrix products are faster as library calls).
-    assert plain == {"8": True, "48": True}
-    assert fused == {"8": False, "48": True}
-    # Same computation: same discrete choices, records equal up to float32 rounding.
-    for n in (8, 48):
-        np.testing.assert_array_equal(a[f"i{n}"], b[f"i{n}"])
-        scale = np.abs(b[f"r{n}"]).max()
-        np.testing.assert_allclose(a[f"r{n}"], b[f"r{n}"], rtol=1e-4, atol=1e-5 * scale)
+def test_refused_one_kernel_loop_warns_once_and_falls_back_to_the_default(monkeypatch):
+    data = CENSUS[:240]
+    cfg = _config(8)
+    jaxdp.fuse_cpu_loops(False)
+    expected = jaxdp.anonymize(jax.random.key(5), data, cfg)
+    jaxdp.fuse_cpu_loops(True)
+
+    def refuse(*args):
+        raise jax.errors.JaxRuntimeError("INVALID_ARGUMENT: No such compile option (simulated)")
+
+    monkeypatch.setattr(codec, "_run_jit_one_kernel", refuse)
+    with pytest.warns(RuntimeWarning, match="could not compile the codec loop as one CPU kernel"):
+        got = jaxdp.anonymize(jax.random.key(5), data, cfg)
+    np.testing.assert_array_equal(got.records, expected.records)
+    assert not backend.cpu_loops_fused()  # no second attempt, no second warning
+    jaxdp.anonymize(jax.random.key(5), data, cfg)
 
 
-def test_cli_anonymize_fuses_loops_unless_told_not_to(tmp_path):
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
-    env.pop("XLA_FLAGS", None)
-    procs = {}
+def test_cli_reports_the_loop_and_no_fuse_loops_gives_the_same_output(tmp_path, capsys):
+    outputs = {}
     for extra, expected in (([], True), (["--no-fuse-loops"], False)):
-        rep = tmp_path / f"rep{expected}.json"
-        cmd = [sys.executable, "-m", "jaxdp", "anonymize", "-o", str(tmp_path / f"out{expected}.csv"),
-               "--report", str(rep), "--quiet", "--epsilon", "3", *extra]
-        procs[rep, expected] = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    for (rep, expected), proc in procs.items():
-        _, stderr = proc.communicate()
-        assert proc.returncode == 0, stderr[-2000:]
-        assert json.loads(rep.read_text())["xla_cpu_loops_fused"] is expected
+        out, rep = tmp_path / f"out{expected}.csv", tmp_path / f"rep{expected}.json"
+        args = ["anonymize", "-o", str(out), "--report", str(rep), "--quiet", "--epsilon", "3", *extra]
+        assert cli.main(args) == 0
+        assert json.loads(rep.read_text())["codec_loop_one_kernel"] is expected
+        assert backend.cpu_loops_fused()  # the CLI restores the process setting
+        outputs[expected] = np.loadtxt(out, delimiter=",", skiprows=1)
+    np.testing.assert_allclose(outputs[True], outputs[False], rtol=1e-5, atol=1e-3)
