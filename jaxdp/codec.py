@@ -27,7 +27,7 @@ from jaxdp.config import HVCConfig
 
 _UNROLL = 1  # lax.scan unroll factor. 4 was ≈ 20 % faster on CPU but compiles the remainder iterations differently, which broke bit-identity between the batch and streaming front ends (different scan lengths)
 
-__all__ = ["CodecState", "BlockInfo", "CodecParams", "params", "init", "step", "run"]
+__all__ = ["CodecState", "BlockInfo", "CodecParams", "params", "init", "step", "run", "one_kernel_loop"]
 
 
 class CodecState(NamedTuple):
