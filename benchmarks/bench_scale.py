@@ -11,7 +11,7 @@ Streams: Census records resampled with a seeded generator and ±1 % multiplicati
 `shared/datasets/README.md`); bounds 1.5 × the Census maximum (fixed constants, not read from the stream).
 
 Usage: python benchmarks/bench_scale.py [--max-records 1000000] [--numpy-blocks 2000]
-       [--block-sizes 8,48] [--skip-memory]
+       [--block-sizes 8,48] [--skip-memory] [--json OUT.json] [--compare OTHER.json]
 
 Each row times jaxdp twice in the same process: with its default single-stream loop (for n·d ≤ 256 one
 CPU kernel, `jaxdp.backend`) and with XLA's default loop of separate kernels (`jaxdp.fuse_cpu_loops(False)`);
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import platform
 import time
@@ -101,16 +102,39 @@ def _rss_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def _compare(rows, path):
+    """This run's records/s beside another run's (`--json` file), row by row: the GPU-vs-CPU ratio."""
+    with open(path) as f:
+        ref = json.load(f)
+    by_key = {(r["n"], r["records"]): r for r in ref["rows"]}
+    print(f"\nThis run vs {path} ({ref['machine']}):\n")
+    print("| n | records | records/s here | records/s there | ratio | ratio to its XLA-default-loop column |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        other = by_key.get((r["n"], r["records"]))
+        if other is None:
+            continue
+        default = other.get("run_s_xla_default_loop")
+        vs_default = f"{r['records_per_s'] / (r['records'] / default):.2f}×" if default else ""
+        print(f"| {r['n']} | {r['records']:,} | {r['records_per_s']:,.0f} | {other['records_per_s']:,.0f} | "
+              f"{r['records_per_s'] / other['records_per_s']:.2f}× | {vs_default} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-records", type=int, default=1_000_000)
     parser.add_argument("--numpy-blocks", type=int, default=2000)
     parser.add_argument("--block-sizes", default="8,48", help="comma-separated n (default 8,48)")
     parser.add_argument("--skip-memory", action="store_true", help="only the records/s table")
+    parser.add_argument("--json", default=None, help="also write the records/s rows (and the machine) to this file")
+    parser.add_argument("--compare", default=None,
+                        help="a --json file of another run (e.g. the CPU one): print this run's records/s relative to it")
     args = parser.parse_args()
     dev = jax.devices()[0]
-    print(f"machine: {platform.machine()} | {os.cpu_count()} CPUs | JAX {jax.__version__} on {dev.platform.upper()} | "
-          f"NumPy {np.__version__} | jaxdp {jaxdp.__version__}")
+    machine = (f"{platform.machine()} | {os.cpu_count()} CPUs | JAX {jax.__version__} on {dev.platform.upper()} "
+               f"({dev.device_kind}) | NumPy {np.__version__} | jaxdp {jaxdp.__version__}")
+    print(f"machine: {machine}")
+    rows = []
     print("\n| n | records | compile+run s | run s | records/s | run s, XLA default loop | records/s | "
           "NumPy records/s (same codec) | speed-up | speed-up, XLA default loop |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -135,6 +159,7 @@ def main():
                 assert res.records.shape[0] == length
             jaxdp.fuse_cpu_loops(True)
             np_rate = ratio = ratio_default = ""
+            np_rate_v = None
             if length >= 10**4:
                 nb = min(args.numpy_blocks, length // n)
                 t0 = time.perf_counter()
@@ -147,6 +172,14 @@ def main():
             default = f"{run[False]:.3f} | {length / run[False]:,.0f}" if False in run else "(same program) | "
             print(f"| {n} | {length:,} | {first[True]:.2f} | {run[True]:.3f} | {length / run[True]:,.0f} | {default} | "
                   f"{np_rate} | {ratio} | {ratio_default} |", flush=True)
+            rows.append({"n": n, "records": length, "device": dev.platform, "compile_run_s": first[True],
+                         "run_s": run[True], "records_per_s": length / run[True],
+                         "run_s_xla_default_loop": run.get(False), "numpy_records_per_s": np_rate_v})
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"machine": machine, "rows": rows}, f, indent=1)
+    if args.compare:
+        _compare(rows, args.compare)
 
     if args.skip_memory:
         return
