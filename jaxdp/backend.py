@@ -16,7 +16,7 @@ matrix products being faster as library calls), single streams only (the vmapped
 multi-stream programs keep XLA's default). The discrete choices are the same and records equal to
 float rounding (`tests/test_backend.py`). The marker is an XLA-internal convention: if a JAX/XLA
 version refuses to compile the marked loop, jaxdp warns once, turns the setting off and runs the
-default loop, so the result never depends on it.
+default loop (with the same keys: nothing was released by the refused attempt).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def _one_kernel_codec_loop(block_entries: int) -> bool:
 
 
 def _refused(err: Exception) -> None:
-    """The one-kernel loop failed to compile or run: warn once and use XLA's default from now on."""
+    """XLA refused to compile the one-kernel loop: warn once and use XLA's default from now on."""
     global _enabled
     _enabled = False
     warnings.warn(

@@ -190,11 +190,7 @@ def _scan(config, prm, state, blocks, keys, eps):
     return _scan_drawn(config, prm, state, blocks, _all_draws(config, blocks, keys), eps)
 
 
-def _run_one(config, prm, state, blocks, keys, eps):
-    return _scan(config, prm, state, blocks, keys, eps)
-
-
-_run_jit = jax.jit(_run_one, static_argnums=(0,))
+_run_jit = jax.jit(_scan, static_argnums=(0,))
 
 # The loop as its own (non-inlined) call: the jit here only makes the call boundary that XLA
 # compiles as one CPU kernel (`jaxdp.backend`).
