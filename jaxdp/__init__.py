@@ -5,6 +5,9 @@ Modules:
   orders       zig-zag and diagonal coefficient scans
   sensitivity  Lemma 1 / 3 / 5 sensitivity tables, exact joint privacy loss
   mechanisms   Laplace and exponential mechanisms (explicit typed keys)
+  keys         secret keys from the operating system (`fresh_key`), reproducible seeds (not private)
+  privacy      when a release is private (one rule for every front end), what is assumed public
+  diagnostics  curator-only numbers computed from the raw data (never to be published)
   quantize     Theorem 1 allocation, MSE tables, Algorithm 1 of the hybrid-video-coding paper
   datasets     bundled Census data, explicit (non-private) bound helpers
   predict      candidate predictions from protected blocks (intra / inter modes)
@@ -28,10 +31,13 @@ from jaxdp import (
     compressive,
     codec,
     datasets,
+    diagnostics,
     histogram,
+    keys,
     mechanisms,
     orders,
     predict,
+    privacy,
     quantize,
     reorder,
     sensitivity,
@@ -42,7 +48,8 @@ from jaxdp import (
 from jaxdp.backend import fuse_cpu_loops
 from jaxdp.baselines import midpoint, pln
 from jaxdp.config import HVCConfig
-from jaxdp.stream import Result, StreamAnonymizer, anonymize, anonymize_many
+from jaxdp.keys import fresh_key
+from jaxdp.stream import BudgetExhaustedWarning, Result, StreamAnonymizer, anonymize, anonymize_many
 from jaxdp.mechanisms import exponential, laplace
 from jaxdp.quantize import QuantizeInfo, mse_table
 from jaxdp.quantize import quantize as quantize_block
@@ -53,6 +60,11 @@ __all__ = [
     "HVCConfig",
     "Result",
     "StreamAnonymizer",
+    "BudgetExhaustedWarning",
+    "fresh_key",
+    "keys",
+    "privacy",
+    "diagnostics",
     "anonymize",
     "anonymize_many",
     "fuse_cpu_loops",

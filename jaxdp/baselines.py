@@ -27,7 +27,7 @@ def pln(key: jax.Array, records, config: HVCConfig, *, ids=None) -> Result:
     Privacy:
       A record's L1 sensitivity is ``ΣΛ`` (Corollary 1's GS(I_r)); with scale ``ΣΛ/ε_f`` each frame
       is ε_f-DP, at the same per-frame budget ε_f = ε·r/l as `anonymize`. Records are clamped into
-      the domain first (counted in `clipped`); the noisy output is not clipped (the paper's PLN).
+      the domain first; the noisy output is not clipped (the paper's PLN).
 
     Args:
       key: typed key; shape ``[R]`` for R repetitions.
@@ -37,7 +37,6 @@ def pln(key: jax.Array, records, config: HVCConfig, *, ids=None) -> Result:
     _checks.key(key)
     records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, ids)
     x = records[index].astype(np.float64)
-    bad = ~np.isfinite(x) | (x < lo) | (x > hi)
     x = np.clip(np.where(np.isnan(x), 0.5 * (lo + hi), x), lo, hi)
     scale = (np.sum(hi - lo) / eps_frames[frame])[:, None]
     dtype = jnp.zeros(()).dtype
@@ -47,7 +46,7 @@ def pln(key: jax.Array, records, config: HVCConfig, *, ids=None) -> Result:
     )(key)
     out = np.asarray(jnp.asarray(x, dtype) + jnp.asarray(scale, dtype) * noise).reshape(shape)
     return Result(
-        records=out, index=index, delay=np.zeros_like(index), footrule=np.zeros_like(index), clipped=int(bad.sum()),
+        records=out, index=index, delay=np.zeros_like(index), footrule=np.zeros_like(index),
         superseded=planner.superseded, dropped=planner.dropped, epsilon_spent=eps_frames, frame=frame,
         info=None, private=private, lo=lo, hi=hi,
     )  # fmt: skip
@@ -58,7 +57,7 @@ def midpoint(records, config: HVCConfig, *, ids=None) -> Result:
     records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, ids)
     out = np.broadcast_to(0.5 * (lo + hi), (index.shape[0], lo.shape[0])).copy()
     return Result(
-        records=out, index=index, delay=np.zeros_like(index), footrule=np.zeros_like(index), clipped=0,
+        records=out, index=index, delay=np.zeros_like(index), footrule=np.zeros_like(index),
         superseded=planner.superseded, dropped=planner.dropped, epsilon_spent=np.zeros_like(eps_frames),
         frame=frame, info=None, private=private, lo=lo, hi=hi,
     )  # fmt: skip

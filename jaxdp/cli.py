@@ -16,12 +16,16 @@ import json
 import os
 import sys
 import time
+import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdp import __version__, backend, codec, datasets, quantize
+from jaxdp import __version__, backend, codec, datasets, keys, quantize
+from jaxdp.diagnostics import NOT_PRIVATE_NOTE
+from jaxdp.privacy import release_is_private
+from jaxdp.stream import BudgetExhaustedWarning
 
 
 def _parse_bounds(text: str | None, data: np.ndarray) -> tuple[np.ndarray, str]:
@@ -69,7 +73,7 @@ def demo(args: argparse.Namespace) -> int:
     print(f"data: bundled Census, {data.shape[0]} records x {data.shape[1]} attributes; blocks of n = {n}")
     print(f"bounds: {how}")
     print(f"budget: epsilon = {eps} per record (eps_laplace = eps_select = {eps / 2}); theta = {args.theta}")
-    key = jax.random.key(args.seed)
+    key = keys.fresh_key() if args.seed is None else keys.key_from_seed(args.seed)
     rows = []
     for accounting in ("paper", "joint"):
         key, sub = jax.random.split(key)
@@ -214,6 +218,7 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
         columns, data, ids = read_csv(args.input, args.ids_column)
         source = f"{args.input} ({data.shape[0]} x {data.shape[1]})"
     bounds, how, private = _bounds_option(args.bounds, data, bundled)
+    bounds_public = private
     if args.strict_bounds:
         lo_b, hi_b = (np.asarray(b, np.float64) for b in bounds)
         bad = np.argwhere((data < lo_b) | (data > hi_b))
@@ -254,10 +259,13 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
     except (ValueError, TypeError, NotImplementedError) as err:
         raise InputError(str(err)) from None
 
-    key = jax.random.key(args.seed)
+    key, seeded = _key_option(args.seed)
+    private = release_is_private(public_bounds=private, reorder=config.reorder, reproducible_seed=seeded)
     previous = backend.fuse_cpu_loops(not args.no_fuse_loops)
     try:
-        released, index, sa, elapsed = _run_stream(config, key, data, ids, args.quiet)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", BudgetExhaustedWarning)  # said below, in plain words
+            released, index, sa, elapsed = _run_stream(config, key, data, ids, args.quiet)
         codec_loop_one_kernel = codec.one_kernel_loop(config, n * data.shape[1])
     finally:
         backend.fuse_cpu_loops(previous)
@@ -267,47 +275,106 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
         writer.writerow(columns)
         writer.writerows(released.tolist())
 
-    width = sa.hi - sa.lo
     eps_f = np.asarray(sa.epsilon_spent)
-    sse = float(np.sum((released.astype(np.float64) - data[index]) ** 2))
-    frame_sizes = eps_f * target / config.epsilon  # records per frame
-    pln_sse = float(np.sum(frame_sizes * data.shape[1] * 2.0 * (width.sum() / eps_f) ** 2))
-    mid_sse = float(np.sum((0.5 * (sa.lo + sa.hi) - data[index]) ** 2))
+    reasons = _not_private_reasons(how_private=bounds_public, config=config, seeded=seeded)
     report = {
         "jaxdp": __version__,
         "input": source,
         "output": args.output,
+        "private": bool(private),
+        "not_private_because": reasons,
+        "reproducible_seed": bool(seeded),
         "records_in": int(data.shape[0]),
         "records_out": int(released.shape[0]),
         "superseded": int(sa.superseded),
         "dropped": int(sa.dropped),
-        "clipped_values": int(sa.clipped),
+        "budget_exhausted": bool(sa.dropped > 0),
         "epsilon_total": float(config.epsilon),
         "epsilon_spent": float(eps_f.sum()),
         "epsilon_per_frame_max": float(eps_f.max()) if eps_f.size else 0.0,
         "frames": int(eps_f.size),
-        "private": bool(private),
         "bounds": how,
-        "sse": sse,
-        "sse_pln_expected": pln_sse,
-        "sse_midpoint": mid_sse,
         "seconds": elapsed,
         "codec_loop_one_kernel": codec_loop_one_kernel,
         "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in _config_dict(config).items()},
     }
+    diag = None
+    if args.diagnostics:
+        diag = _diagnostics(sa, config, data, released, index, target, eps_f)
+        report["curator_diagnostics_NOT_PRIVATE"] = diag
     if args.report:
         with open(args.report, "w") as f:
             json.dump(report, f, indent=2)
     print(f"jaxdp {__version__} anonymize | {source} -> {args.output}")
     print(f"  bounds: {how}")
-    print(f"  n = {n}, delay = {delay} records, frames = {eps_f.size}, seed = {args.seed}, {elapsed:.1f} s")
-    print(f"  records in {data.shape[0]}, out {released.shape[0]}, superseded {sa.superseded}, dropped {sa.dropped}, "
-          f"values clipped {sa.clipped}")
+    print(f"  n = {n}, delay = {delay} records, frames = {eps_f.size}, {elapsed:.1f} s")
+    print(f"  key: {'reproducible seed: NOT private' if seeded else 'fresh from the operating system (secret, not stored)'}")
+    print(f"  records in {data.shape[0]}, out {released.shape[0]}, superseded {sa.superseded}, dropped {sa.dropped}")
     print(f"  epsilon spent {eps_f.sum():.4g} of {config.epsilon:g} (at most {report['epsilon_per_frame_max']:.4g} per frame)")
-    print(f"  SSE {sse:.4e} = {sse / pln_sse:.3g} x the PLN expectation, {sse / mid_sse:.3g} x the zero-budget midpoint")
-    if not private:
-        print("  WARNING: bounds were derived from the data: this release is NOT differentially private.")
+    print(f"  private: {'yes' if private else 'NO'}")
+    for reason in reasons:
+        print(f"jaxdp anonymize: WARNING: this release is NOT differentially private: {reason}.", file=sys.stderr)
+    if sa.dropped:
+        print(
+            f"jaxdp anonymize: WARNING: the budget is spent after {target} records (--target-length): {sa.dropped} later "
+            "records were dropped and are not in the output. Release them separately with a new budget, "
+            "or raise --target-length.",
+            file=sys.stderr,
+        )
+    if diag is not None:
+        print(f"  {NOT_PRIVATE_NOTE.upper()}:")
+        print(f"    values clipped into the domain: {diag['values_clipped']}")
+        print(f"    SSE {diag['sse']:.4e} = {diag['sse_vs_midpoint']:.3g} x releasing the midpoint, "
+              f"{diag['sse_vs_pln_expected']:.3g} x the PLN expectation")
     return 0
+
+
+def _key_option(seed: str | None):
+    """(key, seeded): a fresh OS-entropy key, or the reproducible key of --seed."""
+    if seed is None:
+        return keys.fresh_key(), False
+    try:
+        value = int(seed, 10)
+    except ValueError:
+        raise InputError(f"--seed must be a non-negative integer below 2**64, got {seed!r}.") from None
+    if not 0 <= value <= keys.MAX_SEED:
+        raise InputError(f"--seed must be in [0, 2**64), got {seed}. Omit --seed for a private release.")
+    return keys.key_from_seed(value), True
+
+
+def _not_private_reasons(*, how_private: bool, config, seeded: bool) -> list[str]:
+    reasons = []
+    if not how_private:
+        reasons.append("the bounds were derived from the data (pass public --bounds)")
+    if config.reorder != "none":
+        reasons.append("the paper's reordering (--paper) computes permutations from the raw data")
+    if seeded:
+        reasons.append("--seed makes the noise reproducible by anyone who knows the seed (omit it)")
+    return reasons
+
+
+def _diagnostics(sa, config, data, released, index, target, eps_f) -> dict:
+    """Curator-only numbers from the raw data (`jaxdp.diagnostics`): NOT private."""
+    lo, hi = sa.lo, sa.hi
+    x = data[index]
+    width = hi - lo
+    sse_col = np.sum((released.astype(np.float64) - x) ** 2, axis=0)
+    mid_col = np.sum((0.5 * (lo + hi) - x) ** 2, axis=0)
+    frame_sizes = eps_f * target / config.epsilon  # records per frame
+    pln_sse = float(np.sum(frame_sizes * data.shape[1] * 2.0 * (width.sum() / eps_f) ** 2)) if eps_f.size else 0.0
+    clipped = np.sum((x < lo) | (x > hi), axis=0)
+    sse, mid = float(sse_col.sum()), float(mid_col.sum())
+    return {
+        "note": NOT_PRIVATE_NOTE,
+        "values_clipped": int(clipped.sum()),
+        "values_clipped_per_column": clipped.astype(int).tolist(),
+        "sse": sse,
+        "sse_midpoint": mid,
+        "sse_vs_midpoint": sse / mid if mid > 0 else None,
+        "sse_vs_midpoint_per_column": [float(a / b) if b > 0 else None for a, b in zip(sse_col, mid_col)],
+        "sse_pln_expected": pln_sse,
+        "sse_vs_pln_expected": sse / pln_sse if pln_sse > 0 else None,
+    }
 
 
 def _config_dict(config) -> dict:
@@ -335,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--epsilon", type=float, default=1.0, help="budget per record (default 1.0)")
     p.add_argument("--theta", type=float, default=1.0, choices=[0.5, 1.0], help="score exponent (default 1)")
     p.add_argument("--bounds", default=None, help="comma-separated public attribute widths (domain [0, w])")
-    p.add_argument("--seed", type=int, default=0, help="PRNG seed (default 0)")
+    p.add_argument("--seed", type=int, default=None, help="reproducible seed (default: a fresh key from the OS)")
     a = sub.add_parser("anonymize", help="publish a record stream with the HVC anonymizer (main job)")
     a.add_argument("input", nargs="?", default=None, help="CSV with a header row (default: bundled Census)")
     a.add_argument("-o", "--output", default="anonymized.csv", help="output CSV (default anonymized.csv)")
@@ -358,7 +425,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="noise sampler: float32 (default), float64, or grid (float-safe discrete Laplace)")
     a.add_argument("--ids-column", default=None, help="column holding subject ids (updates keep the latest tuple)")
     a.add_argument("--report", default=None, help="write a JSON report here")
-    a.add_argument("--seed", type=int, default=0, help="PRNG seed (default 0)")
+    a.add_argument("--seed", default=None,
+                   help="reproduce a release from this integer seed in [0, 2**64) -- NOT private: anyone who knows "
+                        "the seed can recompute the noise. Default: a fresh secret key from the operating system")
+    a.add_argument("--diagnostics", action="store_true",
+                   help="also compute curator-only diagnostics from the raw data (values clipped, SSE vs the "
+                        "midpoint and PLN): NOT private, never publish them")
     a.add_argument("--quiet", action="store_true", help="no progress bar")
     a.add_argument("--strict-bounds", action="store_true", help="refuse values outside the bounds instead of clipping")
     a.add_argument("--no-fuse-loops", action="store_true",

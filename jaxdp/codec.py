@@ -39,15 +39,17 @@ class CodecState(NamedTuple):
 
 class BlockInfo(NamedTuple):
     """Per block: prediction mode index (into `predict.mode_names`), transform index (into
-    ``config.kinds``), retained coefficients t, ε spent, input values clamped, and the row
-    permutation applied before coding (position k holds block row perm[k]; identity unless
-    ``reorder="paper"``)."""
+    ``config.kinds``), retained coefficients t, ε spent, and the row permutation applied before
+    coding (position k holds block row perm[k]; identity unless ``reorder="paper"``).
+
+    Mode, kind and t are outputs of the exponential mechanism and ε is public, so all of it may be
+    published with the release — except ``perm`` under ``reorder="paper"`` (not DP, DESIGN note 3).
+    Nothing here counts raw data (e.g. values clamped into the domain): see `jaxdp.diagnostics`."""
 
     mode: Int[Array, "*blocks"]
     kind: Int[Array, "*blocks"]
     t: Int[Array, "*blocks"]
     epsilon: Float[Array, "*blocks"]
-    n_clipped: Int[Array, "*blocks"]
     perm: Int[Array, "*blocks n"]
 
 
@@ -143,7 +145,7 @@ def _step_drawn(config: HVCConfig, prm: CodecParams, state: CodecState, block, d
     history = jnp.concatenate([released[None], state.history[:-1]], axis=0)
     state = CodecState(history, jnp.minimum(state.valid + 1, config.history).astype(jnp.int32))
     info = BlockInfo(
-        mode.astype(jnp.int32), qinfo.kind, qinfo.t, eps_block.astype(block.dtype), qinfo.n_clipped, perm
+        mode.astype(jnp.int32), qinfo.kind, qinfo.t, eps_block.astype(block.dtype), perm
     )
     return state, released, info
 

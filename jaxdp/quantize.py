@@ -88,13 +88,15 @@ class QuantizeInfo(NamedTuple):
       t: number of retained coefficients (0 … n·d).
       kind: index into the `kinds` tuple of the selected transform.
       epsilon: budget spent on the block, ``eps_laplace + eps_select``.
-      n_clipped: number of input values clamped into the domain (outside ``[lo, hi]`` or not finite).
+
+    Everything here is chosen by the mechanism (t and the kind) or public (ε). How many input values
+    were clamped into the domain is deliberately *not* reported: it is an exact function of the
+    private data (count them yourself, as the curator, if you need them).
     """
 
     t: Int[Array, "*batch"]
     kind: Int[Array, "*batch"]
     epsilon: Float[Array, "*batch"]
-    n_clipped: Int[Array, "*batch"]
 
 
 @functools.lru_cache(maxsize=128)
@@ -175,12 +177,11 @@ def allocation(
 
 
 def _clamp(x, x_hat, lo, hi):
-    """Clamp data and prediction into the domain; count data values that needed it."""
+    """Clamp data and prediction into the domain (NaN → the midpoint)."""
     mid = 0.5 * (lo + hi)
-    bad = ~jnp.isfinite(x) | (x < lo) | (x > hi)
     x = jnp.clip(jnp.where(jnp.isnan(x), mid, x), lo, hi)
     x_hat = jnp.clip(jnp.where(jnp.isnan(x_hat), mid, x_hat), lo, hi)
-    return x, x_hat, jnp.sum(bad, dtype=jnp.int32)
+    return x, x_hat
 
 
 def _coefficients(e, tab):
@@ -217,11 +218,11 @@ def _suffix_sums(sq):
 
 
 def _block_terms(x, x_hat, tab, eps_laplace):
-    x, x_hat, n_bad = _clamp(x, x_hat, tab.lo, tab.hi)
+    x, x_hat = _clamp(x, x_hat, tab.lo, tab.hi)
     c = _coefficients(x - x_hat, tab)
     tail = _suffix_sums(c * c)
     lap = tab.laplace_mse / (eps_laplace * eps_laplace)
-    return x_hat, c, lap, tail, n_bad
+    return x_hat, c, lap, tail
 
 
 def _scores(lap, tail, x_hat, tab, theta, prune=False):
@@ -245,12 +246,12 @@ def _scores(lap, tail, x_hat, tab, theta, prune=False):
 
 
 def _mse_block(x, x_hat, tab, eps_laplace):
-    _, _, lap, tail, _ = _block_terms(x, x_hat, tab, eps_laplace)
+    _, _, lap, tail = _block_terms(x, x_hat, tab, eps_laplace)
     return lap + tail
 
 
 def _probabilities_block(x, x_hat, tab, eps_laplace, eps_select, theta):
-    x_hat, _, lap, tail, _ = _block_terms(x, x_hat, tab, eps_laplace)
+    x_hat, _, lap, tail = _block_terms(x, x_hat, tab, eps_laplace)
     score, sens = _scores(lap, tail, x_hat, tab, theta)
     return jax.nn.softmax((eps_select / (2.0 * sens)) * score.reshape(-1)).reshape(score.shape)
 
@@ -284,7 +285,7 @@ def _quantize_block(key, x, x_hat, tab, eps_laplace, eps_select, theta, prune=Fa
 def _quantize_block_drawn(draws, x, x_hat, tab, eps_laplace, eps_select, theta, prune=False, noise="float"):
     n, d = x.shape
     nd = n * d
-    x_hat, c, lap, tail, n_bad = _block_terms(x, x_hat, tab, eps_laplace)
+    x_hat, c, lap, tail = _block_terms(x, x_hat, tab, eps_laplace)
     score, sens = _scores(lap, tail, x_hat, tab, theta, prune)
     # Algorithm 1, lines 1-4: exponential mechanism over all (σ, t), in log space.
     s, t = mechanisms._categorical_2d_from(draws.select, (eps_select / (2.0 * sens)) * score)
@@ -307,7 +308,7 @@ def _quantize_block_drawn(draws, x, x_hat, tab, eps_laplace, eps_select, theta, 
     # Line 14: inverse transform of the selected kind.
     e_tilde = _inverse(c_tilde, s, tab, n, d)
     eps = jnp.asarray(eps_laplace + eps_select, x.dtype)
-    return x_hat + e_tilde, QuantizeInfo(t.astype(jnp.int32), s.astype(jnp.int32), eps, n_bad)
+    return x_hat + e_tilde, QuantizeInfo(t.astype(jnp.int32), s.astype(jnp.int32), eps)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -507,8 +508,8 @@ def quantize(
       ``accounting="joint"`` scales the noise so that the *exact* joint loss of the t noisy
       coefficients equals ε_QL (DESIGN note 4); it is never above the paper's noise.
       `x_hat` must be public (a function of already-protected output): it is clamped into the
-      domain (DESIGN note 2). Inputs outside the domain (or NaN/inf) are clamped and counted in
-      ``info.n_clipped``. The Laplace sampler is the textbook float one (DESIGN note 5).
+      domain (DESIGN note 2). Inputs outside the domain (or NaN/inf) are clamped (not counted: a
+      count would be an exact function of the private data). The Laplace sampler is the textbook float one (DESIGN note 5).
 
     Args:
       key: typed PRNG key (`jax.random.key`). A single key is split into one key per block; or

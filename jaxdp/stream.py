@@ -30,8 +30,25 @@ import numpy as np
 
 from jaxdp import codec
 from jaxdp.config import HVCConfig
+from jaxdp.privacy import release_is_private
 
-__all__ = ["Result", "anonymize", "anonymize_many", "StreamAnonymizer"]
+__all__ = ["Result", "anonymize", "anonymize_many", "StreamAnonymizer", "BudgetExhaustedWarning"]
+
+
+class BudgetExhaustedWarning(UserWarning):
+    """Records arrived after the budget of `target_length` records was spent: they are dropped."""
+
+
+def _warn_dropped(dropped: int, limit: int, stacklevel: int = 3) -> None:
+    import warnings
+
+    warnings.warn(
+        f"the budget is spent: {limit} records (target_length) have been protected, so {dropped} later "
+        "record(s) were dropped and are not released. Release them separately with a new budget and a "
+        "fresh key, or set target_length to the number of records to protect.",
+        BudgetExhaustedWarning,
+        stacklevel=stacklevel,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,22 +62,25 @@ class Result:
       delay: records that arrived after each released record before it was released, ``[N_out]``.
       footrule: displacement |k − ψ(k)| of each record by reordering within its block (0 with
         ``reorder="none"``; their sum per block is the block's footrule ≤ c_R), ``[N_out]``.
-      clipped: input values clamped into the domain (or non-finite), summed over the stream.
       superseded: input rows replaced by a later update of the same subject within a buffer.
-      dropped: input rows after the target length l was reached.
+      dropped: input rows after the target length l was reached (the budget is spent).
       epsilon_spent: ε spent per frame, ``[F]`` (its sum is ≤ config.epsilon).
       frame: frame number of each released record, ``[N_out]``.
-      info: per-block `codec.BlockInfo` (mode, kind, t, epsilon, n_clipped), ``[B]`` (or ``[R, B]``).
-      private: False when the bounds were derived from the data (``bounds="data"``) or the paper's
-        reordering was used (``reorder="paper"``, DESIGN note 3).
+      info: per-block `codec.BlockInfo` (mode, kind, t, epsilon, perm), ``[B]`` (or ``[R, B]``).
+      private: the rule of `jaxdp.privacy`: False when the bounds were derived from the data
+        (``bounds="data"``) or the paper's reordering was used (``reorder="paper"``). It cannot
+        know whether your key is secret: a release made from a known seed is not private either.
       lo, hi: the domain used.
+
+    Everything here is either released by the mechanism or public (arrival order, ids, the
+    configuration; see `jaxdp.privacy`). Numbers that compare the release with the raw input
+    (values clipped, errors) are curator-only: `jaxdp.diagnostics.curator_diagnostics`.
     """
 
     records: np.ndarray
     index: np.ndarray
     delay: np.ndarray
     footrule: np.ndarray
-    clipped: int | np.ndarray
     superseded: int
     dropped: int
     epsilon_spent: np.ndarray
@@ -349,6 +369,8 @@ def anonymize(key: jax.Array, records, config: HVCConfig, *, ids=None) -> Result
 
     _checks.key(key)
     records, ids, lo, hi, private, limit, frames, planner = _prepare(records, config, ids)
+    if planner.dropped:
+        _warn_dropped(planner.dropped, limit)
     with _precision(config):
         return _anonymize_planned(key, records, config, ids, lo, hi, private, limit, frames, planner)
 
@@ -379,9 +401,9 @@ def _anonymize_planned(key, records, config, ids, lo, hi, private, limit, frames
     out, index, delay, footrule, frame = _release(released, rows, info.perm, frames, block_frame)
     eps_frames = np.array([config.epsilon * len(f[0]) / limit for f in frames])
     return Result(
-        records=out, index=index, delay=delay, footrule=footrule, clipped=info.n_clipped.sum(axis=-1),
+        records=out, index=index, delay=delay, footrule=footrule,
         superseded=planner.superseded, dropped=planner.dropped, epsilon_spent=eps_frames, frame=frame,
-        info=info, private=private and config.reorder == "none", lo=lo, hi=hi,
+        info=info, private=release_is_private(public_bounds=private, reorder=config.reorder), lo=lo, hi=hi,
     )  # fmt: skip
 
 
@@ -455,9 +477,9 @@ def anonymize_many(keys: jax.Array, streams, config: HVCConfig, *, shard: bool =
     out, index, delay, footrule, frame = _release(released, rows, info.perm, frames, block_frame)
     eps_frames = np.array([config.epsilon * len(f[0]) / limit for f in frames])
     return Result(
-        records=out, index=index, delay=delay, footrule=footrule, clipped=info.n_clipped.sum(axis=-1),
+        records=out, index=index, delay=delay, footrule=footrule,
         superseded=planner.superseded, dropped=planner.dropped, epsilon_spent=eps_frames, frame=frame,
-        info=info, private=private, lo=lo, hi=hi,
+        info=info, private=release_is_private(public_bounds=private, reorder=config.reorder), lo=lo, hi=hi,
     )  # fmt: skip
 
 
@@ -495,11 +517,22 @@ class StreamAnonymizer:
         self.rows_seen = 0
         self.blocks_done = 0
         self.frames_done = 0
-        self.clipped = 0
+        self._warned_dropped = False
         self.epsilon_spent: list[float] = []
 
     def push(self, records, ids=None) -> tuple[np.ndarray, np.ndarray]:
-        """Feed records (``[k, d]``, arrival order); return ``(released [k', d], input rows [k'])``."""
+        """Feed records (``[k, d]``, arrival order); return ``(released [k', d], input rows [k'])``.
+
+        Warns (`BudgetExhaustedWarning`, once) when records arrive after `target_length` records were
+        protected: they are dropped (counted in `dropped`).
+        """
+        out = self._push(records, ids)
+        if self.planner.dropped and not self._warned_dropped:
+            self._warned_dropped = True
+            _warn_dropped(self.planner.dropped, self.config.target_length)
+        return out
+
+    def _push(self, records, ids):
         records = _check_records(records, self.d)
         ids = _check_ids(ids, records.shape[0])
         if ids is None:  # every record a new subject: the planner works per frame, not per record
@@ -534,6 +567,11 @@ class StreamAnonymizer:
         return self.planner.superseded
 
     @property
+    def private(self) -> bool:
+        """The rule of `jaxdp.privacy` (bounds are public here; reordering decides). Your key must be secret."""
+        return release_is_private(public_bounds=True, reorder=self.config.reorder)
+
+    @property
     def dropped(self) -> int:
         return self.planner.dropped
 
@@ -548,7 +586,6 @@ class StreamAnonymizer:
             )
         self.blocks_done += blocks.shape[0]
         self.frames_done += len(frames)
-        self.clipped += int(np.asarray(info.n_clipped).sum())
         self.epsilon_spent.extend(float(self.config.epsilon * len(f[0]) / self.config.target_length) for f in frames)
         for frame_rows, _ in frames:  # forget the raw records of these frames ...
             for r in frame_rows:

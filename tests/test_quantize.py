@@ -200,11 +200,11 @@ def test_float32_and_float64_choose_alike(key):
     np.testing.assert_allclose(np.asarray(m32, np.float64), np.asarray(m64), rtol=1e-4)
 
 
-def test_out_of_domain_values_are_clamped_and_counted(key):
+def test_out_of_domain_values_are_clamped_and_not_reported(key):
     width = np.array([1.0, 1.0])
     x = np.array([[0.5, 2.0], [-1.0, np.nan], [0.2, np.inf], [0.3, 0.4]])
     x_tilde, info = quantize.quantize(key, x, np.zeros((4, 2)), width, eps_laplace=1.0, eps_select=1.0)
-    assert int(info.n_clipped) == 4
+    assert info._fields == ("t", "kind", "epsilon")  # no count of clamped values: it reads the raw data
     assert np.all(np.isfinite(np.asarray(x_tilde)))
     clamped = np.clip(np.nan_to_num(x, nan=0.5), 0.0, 1.0)
     np.testing.assert_allclose(

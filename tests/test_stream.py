@@ -1,4 +1,5 @@
 import dataclasses
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -10,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jaxdp
+from jaxdp.diagnostics import curator_diagnostics
 from jaxdp import codec, datasets, orders, predict
 
 ALPHA = 1e-4
@@ -69,15 +71,25 @@ def test_batch_and_streaming_front_ends_are_bit_identical(key, with_ids):
     records = rng.uniform(0, [10.0, 5.0, 2.0], size=(61, 3))
     ids = rng.integers(0, 25, size=61).tolist() if with_ids else None
     cfg = small_config(target_length=55)
-    batch = jaxdp.anonymize(key, records, cfg, ids=ids)
+    with warnings.catch_warnings(record=True) as batch_warnings:
+        warnings.simplefilter("always")
+        batch = jaxdp.anonymize(key, records, cfg, ids=ids)
     sa = jaxdp.StreamAnonymizer(cfg, key)
     outs, idxs, start = [], [], 0
-    for size in (1, 7, 0, 13, 40):
-        chunk = records[start : start + size]
-        o, i = sa.push(chunk, ids=None if ids is None else ids[start : start + size])
-        outs.append(o)
-        idxs.append(i)
-        start += size
+    with warnings.catch_warnings(record=True) as stream_warnings:
+        warnings.simplefilter("always")
+        for size in (1, 7, 0, 13, 40):
+            chunk = records[start : start + size]
+            o, i = sa.push(chunk, ids=None if ids is None else ids[start : start + size])
+            outs.append(o)
+            idxs.append(i)
+            start += size
+    # where the budget runs out (without ids: 6 rows after l = 55), both front ends say so, once
+    assert batch.dropped == (0 if with_ids else 6)
+    expected = [jaxdp.BudgetExhaustedWarning] if batch.dropped else []
+    for caught in (batch_warnings, stream_warnings):
+        assert [w.category for w in caught] == expected
+        assert all("dropped" in str(w.message) for w in caught)
     o, i = sa.flush()
     outs.append(o)
     idxs.append(i)
@@ -132,6 +144,7 @@ def test_every_record_is_released_once_superseded_or_dropped(n_rows, n, b, n_sub
 
 
 @pytest.mark.parametrize("n_rows, n, b, with_ids", [(1, 8, 2, False), (37, 4, 3, False), (50, 3, 2, True), (100, 5, 4, True)])
+@pytest.mark.filterwarnings("ignore::jaxdp.BudgetExhaustedWarning")
 def test_anonymize_accounts_for_every_row_with_bounded_delay(key, n_rows, n, b, with_ids):
     rng = np.random.default_rng(n_rows)
     records = rng.uniform(-1, 12, size=(n_rows, 3))  # some values outside the domain
@@ -144,8 +157,10 @@ def test_anonymize_accounts_for_every_row_with_bounded_delay(key, n_rows, n, b, 
     assert np.all(res.footrule <= cfg.reorder_cost)
     assert res.epsilon_spent.sum() <= cfg.epsilon * (1 + 1e-12)
     assert np.all(res.epsilon_spent <= cfg.epsilon * cfg.frame_size / cfg.target_length * (1 + 1e-12))
-    in_domain = (records[res.index] < 0) | (records[res.index] > 10)
-    assert int(res.clipped) == int(in_domain.sum())
+    out_of_domain = (records[res.index] < 0) | (records[res.index] > 10)
+    diag = curator_diagnostics(res, records)  # curator-only: not part of the Result
+    assert int(diag.clipped_total) == int(out_of_domain.sum())
+    assert not hasattr(res, "clipped") and "n_clipped" not in res.info._fields
     assert np.all((res.records >= 0) & (res.records <= 10))  # clipped output (post-processing)
 
 
@@ -397,3 +412,17 @@ def test_padded_length_bounds_padding_and_program_count():
     for k in range(6, 16):  # at most 8 compiled lengths per octave above 64 blocks
         octave = lengths[(counts > 2**k) & (counts <= 2 ** (k + 1))]
         assert len(np.unique(octave)) <= 8
+
+
+def test_one_privacy_rule_for_result_stream_and_cli(key):
+    from jaxdp.privacy import release_is_private
+
+    public = jaxdp.HVCConfig(8, 3, 3.0, bounds=BOUNDS, target_length=48)
+    paper = jaxdp.HVCConfig.paper(8, 3, 3.0, bounds=BOUNDS, target_length=48)
+    assert jaxdp.StreamAnonymizer(public, key).private is True
+    assert jaxdp.StreamAnonymizer(paper, key).private is False
+    assert jaxdp.anonymize(key, CENSUS[:48], paper).private is False
+    assert release_is_private(public_bounds=True, reorder="none") is True
+    assert release_is_private(public_bounds=True, reorder="none", reproducible_seed=True) is False
+    assert release_is_private(public_bounds=False, reorder="none") is False
+    assert release_is_private(public_bounds=True, reorder="paper") is False

@@ -1,0 +1,76 @@
+"""Curator-only diagnostics: numbers computed from the raw data, **never to be published**.
+
+A release carries the released records, the ε spent and the public configuration. Anything that
+compares the release with the input — how many input values lay outside the domain, the error of
+the release, how it compares with releasing the midpoint — is an exact function of the private
+data: one out-of-domain value changes the clip count from 0 to 1 in every run. jaxdp therefore
+never puts such numbers into a `Result`, a report or a summary unless they are asked for, and then
+only under a name that says they are not private.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+__all__ = ["CuratorDiagnostics", "curator_diagnostics", "NOT_PRIVATE_NOTE"]
+
+NOT_PRIVATE_NOTE = (
+    "curator-only diagnostics computed from the raw data: NOT differentially private, do not publish them"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class CuratorDiagnostics:
+    """Error and clipping of a release, per attribute. **Not private**: for the curator's eyes only.
+
+    Arrays have a trailing attribute axis ``[d]`` (and a leading ``[R]`` for R repetitions).
+
+    Attributes:
+      clipped: input values of the released rows outside ``[lo, hi]`` or not finite (clamped
+        before coding).
+      sse: sum of squared errors of the released records against their input rows.
+      sse_midpoint: the same for releasing the domain midpoint (spending nothing).
+    """
+
+    clipped: np.ndarray
+    sse: np.ndarray
+    sse_midpoint: np.ndarray
+
+    @property
+    def clipped_total(self) -> np.ndarray:
+        return np.sum(self.clipped, axis=-1)
+
+    @property
+    def sse_total(self) -> np.ndarray:
+        return np.sum(self.sse, axis=-1)
+
+    @property
+    def relative_to_midpoint(self) -> np.ndarray:
+        """SSE / SSE of the midpoint, per attribute (below 1: the release says more than nothing)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.sse_midpoint > 0, self.sse / self.sse_midpoint, np.where(self.sse > 0, np.inf, 1.0))
+
+
+def curator_diagnostics(result, records) -> CuratorDiagnostics:
+    """Compare a `jaxdp.Result` with the raw input it was made from. **Not differentially private.**
+
+    Args:
+      result: a `Result` of `jaxdp.anonymize`, `anonymize_many` (one stream at a time), or a baseline.
+      records: the raw input stream ``[N, d]`` the result was computed from.
+
+    Returns:
+      A `CuratorDiagnostics`.
+    """
+    x = np.asarray(records, np.float64)[np.asarray(result.index)]
+    lo, hi = np.asarray(result.lo, np.float64), np.asarray(result.hi, np.float64)
+    bad = ~np.isfinite(x) | (x < lo) | (x > hi)
+    released = np.asarray(result.records, np.float64)
+    err = np.sum((released - x) ** 2, axis=-2)
+    mid = np.sum((0.5 * (lo + hi) - np.nan_to_num(x, nan=0.5 * (lo + hi))) ** 2, axis=-2)
+    clipped = np.sum(bad, axis=-2)
+    if released.ndim == 3:
+        mid = np.broadcast_to(mid, err.shape)
+        clipped = np.broadcast_to(clipped, err.shape)
+    return CuratorDiagnostics(clipped=np.asarray(clipped), sse=err, sse_midpoint=np.asarray(mid))
