@@ -496,17 +496,19 @@ def publish(qi, sa, bucketing: Bucketing, *, fake: int = 0, seed: int | None = N
 
     With ``fake = σ > 0`` every bucket's ST also gets σ fake SA values (Section 6), drawn without
     replacement from the SA domain minus the values already in the bucket (so they are indistinguishable
-    by value); a `seed` is then required. Returns ``(qit, st, is_fake)`` where `is_fake` marks the fake ST
-    rows (for evaluation only: never publish it).
+    by value). Returns ``(qit, st, is_fake)`` where `is_fake` marks the fake ST rows (for evaluation only:
+    never publish it).
+
+    The shuffle and the fake values are secret randomness: by default they come from a generator seeded
+    with fresh operating-system entropy (NumPy's `default_rng()`, 128 bits). Pass `seed` only to
+    reproduce a result: anyone who knows the seed can tell fake rows from real ones.
     """
     qi = np.asarray(qi)
     sa = np.asarray(sa)
     bid = np.asarray(bucketing.bucket)
     if qi.shape[0] != sa.shape[0] or bid.shape[0] != sa.shape[0]:
         raise ValueError("qi, sa and the bucketing must have one entry per record.")
-    if fake and seed is None:
-        raise ValueError("fake values are random: pass an explicit seed.")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed)  # seed=None: fresh OS entropy
     domain = np.unique(sa) if domain is None else np.asarray(domain)
     st_b, st_v, st_f = [], [], []
     for g in np.unique(bid):
