@@ -20,6 +20,11 @@
 
 Where this implementation departs from the paper (tested):
 
+* **The tree counter is not pan-private.** Appendix C asks for ε-pan-private counters. jaxdp's counter
+  (like Dwork et al.'s continual counter without the pan-private extension) keeps each register's
+  opening noise and releases the register as it is when its segment closes: an intruder who reads the
+  state once and later sees the outputs subtracts the two and learns exact input sums (tested). Its
+  outputs alone are ε-DP.
 * **CMCO's counters are calibrated jointly.** Appendix C runs each of the k counters ε-pan-privately on
   an input that moves by 1/√k; k such counters compose to k·(1/√k)·√k… in total the k inputs move by
   √k in L1, so independent ε-counters give √k·ε (not ε) if each is calibrated to its own 1/√k move,
@@ -404,14 +409,17 @@ def _tree_levels(t_max: int) -> int:
 
 def tree_counter(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: float = 1.0,
                  horizon: int | None = None) -> Float[Array, "T *k"]:
-    """Dwork et al.'s binary-tree continual counter (the paper's Appendix E), pan-private.
+    """Dwork et al.'s binary-tree continual counter (the paper's Appendix E).
 
     Time is cut into dyadic segments at L + 1 levels (L = ⌈log₂ horizon⌉). Each segment has a register
     that starts at ``Lap((L + 1)·Δ/ε)`` when the segment opens and receives every input inside it; the
-    output at t is the sum of the closed registers that tile [1, t] (one per set bit of t). Only noisy
-    registers are ever stored (no raw input), and each input enters L + 1 registers: outputs and
-    internal state together are ε-DP against a single intrusion. Error at t: ``popcount(t)`` Laplace
-    terms, i.e. O(log^1.5 T / ε).
+    output at t is the sum of the closed registers that tile [1, t] (one per set bit of t). Each input
+    enters L + 1 registers, so the outputs are ε-DP. Error at t: ``popcount(t)`` Laplace terms, i.e.
+    O(log^1.5 T / ε).
+
+    **Not pan-private**: a register keeps its opening noise and is released unchanged when it closes,
+    so the state (`TreeCounter.state`) read at one time and the outputs seen later reveal exact sums of
+    the inputs in between. Keep the state as secret as the raw data.
 
     Args:
       key: typed PRNG key. stream: inputs ``[T]`` or vectors ``[T, k]`` (k counters sharing the tree;
@@ -468,8 +476,9 @@ _tree_push = jax.jit(_tree_step, static_argnums=(0,))
 
 class TreeCounter:
     """Streaming binary-tree counter: ``push(x) → noisy Σ_{j ≤ t} x_j``, identical to `tree_counter` for the
-    same key and horizon. The only state is the noisy registers (`state`): raw inputs are never stored, so
-    an intrusion that reads the state sees ε-DP values (pan-privacy).
+    same key and horizon. The state is the noisy registers (`state`); raw inputs are never stored, but
+    the state is **not** safe to reveal: read once and combined with later outputs it gives exact input
+    sums (the counter is not pan-private, see `tree_counter`).
 
     Args: key: typed PRNG key. epsilon: ε > 0. horizon: the public maximum number of pushes. k: width of
     each input. l1_sensitivity: bound on the L1 change of one input.
@@ -491,7 +500,7 @@ class TreeCounter:
 
     @property
     def state(self):
-        """The noisy registers (open and closed), ``([L+1, k], [L+1, k])`` — all an intruder could read."""
+        """The noisy registers (open and closed), ``([L+1, k], [L+1, k])``: secret (see the class notes)."""
         return self._carry
 
     def push(self, x) -> jax.Array:
@@ -519,10 +528,10 @@ def cmco(key: jax.Array, stream, *, epsilon: float, k: int, sparsity: int, times
     At each t a public column Φ_t ∈ {±1/√k}^k (from `key`) turns D[t] into u_t = Φ_t·D[t]; k tree counters
     (one shared tree, noise calibrated to the joint L1 sensitivity √k·Δ of u_t) give v*_t ≈ Σ_{j≤t} u_j =
     Φ_{1..t} D_t; at each requested time t the vector D_t ∈ R^t is recovered at sparsity S in the
-    t-point basis (Haar needs t a power of two). Only noisy registers are stored (pan-private).
+    t-point basis (Haar needs t a power of two).
 
-    Privacy: ε-DP (pan-private against one intrusion) for streams at L1 distance ≤ Δ; the paper's
-    per-counter calibration would spend k·ε (see the module notes).
+    Privacy: ε-DP for streams at L1 distance ≤ Δ (its outputs; the counters are not pan-private, see
+    `tree_counter`); the paper's per-counter calibration would spend k·ε (see the module notes).
 
     Args:
       key: typed PRNG key, or a key array ``[R]`` for R repetitions as one vmapped program. stream: D ``[T]``.

@@ -202,6 +202,18 @@ def test_bundled_vectors_and_loader(tmp_path):
     assert list(C.load_vector(str(p))) == [1.5, 2.0]
 
 
+def test_tree_counter_is_not_pan_private_state_plus_outputs_reveal_exact_sums(key, x64):
+    """The documented limitation, performed: read the state once at t = 1, see the output at t = 2.
+    The level-1 register opened at t = 1 holds noise + x₁; it is released at t = 2 as noise + x₁ + x₂,
+    so the intruder learns x₂ exactly (a pan-private counter would add fresh noise at release)."""
+    for x1, x2 in ((3.0, 7.0), (0.0, 1.0)):
+        counter = C.TreeCounter(key, epsilon=0.5, horizon=8)
+        counter.push(x1)
+        regs_at_1 = np.asarray(counter.state[0])[:, 0]  # the intrusion
+        out2 = float(counter.push(x2))
+        assert out2 - regs_at_1[1] == pytest.approx(x2, abs=1e-9)
+
+
 def test_streaming_tree_counter_equals_batch_and_holds_only_noisy_state(key, x64):
     stream = np.random.default_rng(0).integers(0, 3, 20).astype(float)
     batch = np.asarray(C.tree_counter(key, stream, epsilon=0.5, horizon=32))
