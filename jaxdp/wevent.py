@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from jaxdp import _checks
+from jaxdp import _checks, mechanisms
 
 __all__ = [
     "METHODS", "WEventResult", "WEventStream", "run", "run_partitioned", "PartitionedResult", "window_sums", "mae", "mre", "load_counts", "synthetic_counts",
@@ -62,74 +62,105 @@ class WEventResult(NamedTuple):
 
 
 class _State(NamedTuple):
+    """The carry of one stream. Every counter is an integer; budgets are integer multiples of a quantum.
+
+    Float timestamps drift: float32 holds integers exactly only below 2²⁴, and a float ``i − l`` near
+    there is 0 or a multiple of 2, which broke Sample's schedule and BA's nullification. Budgets as
+    integers make the window ledger exact: Σ over a window can never exceed its quanta.
+    """
+
     last: jax.Array  # o_l, [d]
-    l: jax.Array  # index of the last publication (0 = none yet; timestamps are 1-based)
-    eps_l2: jax.Array  # ε_{l,2} of the last publication
-    recent: jax.Array  # ε_{k,2} of the last w−1 timestamps, most recent last, [w−1] (or [1] when w = 1)
+    since: jax.Array  # int32: i − l at the previous step (timestamps since the last publication), saturating
+    phase: jax.Array  # int32: (i − 1) mod w of the next timestamp (Sample's schedule)
+    units_l2: jax.Array  # int32: ε_{l,2} of the last publication in quanta (BA)
+    recent: jax.Array  # int32 [w−1] (or [1] when w = 1): ε_{k,2} of the last w − 1 timestamps in quanta, most recent last
+
+
+_SINCE_CAP = 2**30  # i − l saturates here (BA only compares it with budgets ≤ w·quanta)
+_BD_QUANTA = 2**30  # BD's window budget P is split into 2³⁰ quanta (halving rounds down: never more than P)
+
+
+def _quanta(method: str, w: int) -> int:
+    """Quanta per window budget P: BA spends whole units P/w; BD halves what is left, in 2⁻³⁰ P."""
+    return w if method == "ba" else _BD_QUANTA
 
 
 def _budgets(w, eps, d, shift):
-    """(ε_{i,1}, dissimilarity noise scale, publication budget per window P)."""
+    """(ε_{i,1}, dissimilarity sensitivity, publication budget per window P)."""
     if shift:  # Sec. 4.5: λ_{i,1} = 1/ε, ε_{i,1} = ε/d; P = ε − w·ε/d > ε/2 (needs d > 2w)
-        return eps / d, 1.0 / eps, eps - w * eps / d
-    return eps / (2.0 * w), 2.0 * w / (eps * d), eps / 2.0
+        return eps / d, 1.0 / d, eps - w * eps / d
+    return eps / (2.0 * w), 1.0 / d, eps / 2.0
 
 
 def _step(method, w, eps, d, state, xs, shift=False):
-    i, c, key, force = xs  # force: −1 use the private test, 0 force null, 1 force publish
+    c, key, force = xs  # force: −1 use the private test, 0 force null, 1 force publish
     k_dis, k_pub = jax.random.split(key)
-    e1, lam1, per_window = _budgets(w, eps, d, shift)
-    unit = per_window / w  # BA's own publication budget per timestamp (ε/(2w) without shifting)
+    e1, dis_sensitivity, per_window = _budgets(w, eps, d, shift)
     dtype = c.dtype
     zero = jnp.zeros((), dtype)
+    no = jnp.asarray(False)
     if method == "uniform":
-        out = c + (w / eps) * jax.random.laplace(k_pub, c.shape, dtype)
-        return state, (out, zero, jnp.asarray(eps / w, dtype), jnp.asarray(True), jnp.asarray(False))
+        out = mechanisms.add_laplace(k_pub, c, epsilon=eps / w, sensitivity=1.0)
+        return state, (out, zero, jnp.asarray(eps / w, dtype), jnp.asarray(True), no)
     if method == "sample":
-        pub = (i - 1) % w == 0  # the schedule is the budget: never overridden
-        noisy = c + (1.0 / eps) * jax.random.laplace(k_pub, c.shape, dtype)
+        pub = state.phase == 0  # the schedule is the budget: never overridden
+        noisy = mechanisms.add_laplace(k_pub, c, epsilon=eps, sensitivity=1.0)
         out = jnp.where(pub, noisy, state.last)
-        state = state._replace(last=out, l=jnp.where(pub, i, state.l))
-        return state, (out, zero, jnp.where(pub, jnp.asarray(eps, dtype), zero), pub, jnp.asarray(False))
-    # BD and BA: private dissimilarity (M_{i,1})
-    dis = jnp.mean(jnp.abs(c - state.last)) + lam1 * jax.random.laplace(k_dis, (), dtype)
+        state = state._replace(last=out, phase=(state.phase + 1) % w)
+        return state, (out, zero, jnp.where(pub, jnp.asarray(eps, dtype), zero), pub, no)
+    # BD and BA: private dissimilarity (M_{i,1}): MAE has sensitivity 1/d
+    dis = mechanisms.add_laplace(k_dis, jnp.mean(jnp.abs(c - state.last)), epsilon=e1, sensitivity=dis_sensitivity)
     eps1 = jnp.asarray(e1, dtype)
+    quanta = _quanta(method, w)
+    quantum = per_window / quanta
+    since = jnp.minimum(state.since + 1, _SINCE_CAP)  # i − l, exact
     if method == "bd":
-        eps_rm = per_window - jnp.sum(state.recent)
-        lam = 2.0 / jnp.maximum(eps_rm, 1e-30)
-        pub = jnp.where(force >= 0, force == 1, dis > lam) & (eps_rm > 0)
-        eps2 = jnp.where(pub, eps_rm / 2.0, zero)
-        nullified = jnp.asarray(False)
-    else:  # "ba"
-        to_nullify = jnp.round(state.eps_l2 / unit) - 1.0
-        nullified = (i - state.l) <= to_nullify
-        to_absorb = i - (state.l + to_nullify)
-        eps_avail = unit * jnp.minimum(to_absorb, w)
-        lam = 1.0 / eps_avail
+        left = quanta - jnp.sum(state.recent, dtype=jnp.int32)  # ε_rm in quanta: exact
+        spend = left // 2
+        lam = 2.0 / jnp.maximum(left.astype(dtype) * quantum, 1e-30)  # the paper's threshold 2/ε_rm
+        pub = jnp.where(force >= 0, force == 1, dis > lam) & (spend > 0)
+        nullified = no
+    else:  # "ba": budgets in units ε/(2w) (P/w with shift)
+        to_nullify = state.units_l2 - 1
+        nullified = since <= to_nullify
+        spend = jnp.minimum(since - to_nullify, w)
+        lam = 1.0 / (spend.astype(dtype) * quantum)
         pub = jnp.where(force >= 0, force == 1, dis > lam) & ~nullified
-        eps2 = jnp.where(pub, eps_avail, zero)
-    noisy = c + lam * jax.random.laplace(k_pub, c.shape, dtype)
+    spent = jnp.where(pub, spend, 0).astype(jnp.int32)
+    eps2 = spent.astype(dtype) * quantum
+    noisy = mechanisms.add_laplace(k_pub, c, epsilon=jnp.maximum(eps2, 1e-30), sensitivity=1.0)
     out = jnp.where(pub, noisy, state.last)
-    recent = jnp.concatenate([state.recent[1:], eps2[None]]) if w > 1 else state.recent
-    state = _State(out, jnp.where(pub, i, state.l), jnp.where(pub, eps2, state.eps_l2), recent)
+    recent = jnp.concatenate([state.recent[1:], spent[None]]) if w > 1 else state.recent
+    state = _State(
+        out, jnp.where(pub, 0, since).astype(jnp.int32), state.phase, jnp.where(pub, spent, state.units_l2), recent
+    )
     return state, (out, eps1, eps2.astype(dtype), pub, nullified)
 
 
+def _phase(start: int, w: int) -> int:
+    return (start - 1) % w
+
+
 @functools.partial(jax.jit, static_argnames=("method", "w", "shift"))
-def _run(key, counts, force, eps, *, method, w, shift=False):
+def _run(key, counts, force, eps, first, phase, *, method, w, shift=False):
     t, d = counts.shape
     dtype = counts.dtype
-    state = _init(d, w, eps, dtype, shift)
-    idx = jnp.arange(1, t + 1).astype(dtype)
-    keys = jax.vmap(lambda k: jax.random.fold_in(key, k))(jnp.arange(t))
-    _, out = jax.lax.scan(
-        lambda s, xs: _step(method, w, eps, d, s, xs, shift), state, (idx, counts, keys, force.astype(dtype))
-    )
+    state = _init(d, w, phase)
+    keys = jax.vmap(lambda k: jax.random.fold_in(key, k))(first + jnp.arange(t, dtype=jnp.uint32))
+    _, out = jax.lax.scan(lambda s, xs: _step(method, w, eps, d, s, xs, shift), state, (counts, keys, force))
     return WEventResult(*out)
 
 
+def _check_start(start, t: int) -> int:
+    start = _checks.size("start", start)
+    if start - 1 + t > 2**32:
+        raise ValueError(f"start = {start} with {t} timestamps passes timestamp 2**32: keys are indexed by uint32.")
+    return start
+
+
 def run(
-    key: jax.Array, counts, *, method: str, w: int, epsilon: float, decisions=None, shift: bool = False
+    key: jax.Array, counts, *, method: str, w: int, epsilon: float, decisions=None, shift: bool = False,
+    start: int = 1,
 ) -> WEventResult:
     """Publish a count stream with w-event ε-differential privacy.
 
@@ -148,6 +179,10 @@ def run(
         decision computed from the data is not private. Budgets follow the pseudocode either way.
       shift: BD/BA only: the paper's Sec. 4.5 optimization for d ≫ w: dissimilarity noise 1/ε
         (ε_{i,1} = ε/d), leaving ε − w·ε/d > ε/2 per window for publications. Requires d > 2w.
+      start: the (1-based) timestamp of ``counts[0]`` for a stream that starts late: it sets Sample's
+        schedule phase and the keys (timestamp i uses ``fold_in(key, i − 1)``, i − 1 < 2³²). The
+        mechanism itself starts fresh (no earlier publication). Counters are integers, so a stream at
+        timestamp 2³¹ behaves exactly as one at timestamp 1.
 
     Returns:
       A `WEventResult`.
@@ -165,22 +200,28 @@ def run(
     force = np.full(t, -1) if decisions is None else np.asarray(decisions)
     if force.shape != (t,) or not np.isin(force, (-1, 0, 1)).all():
         raise ValueError(f"decisions must be {t} values in {{-1, 0, 1}}.")
+    start = _check_start(start, t)
     data = jnp.asarray(counts, _checks.float_dtype())
-    f = jnp.asarray(force)
+    f = jnp.asarray(force, jnp.int32)
     kw = dict(method=method, w=int(w), shift=bool(shift))
+    args = (jnp.asarray(start - 1, jnp.uint32), jnp.asarray(_phase(start, int(w)), jnp.int32))
     if key.shape == ():
-        return _run(key, data, f, float(epsilon), **kw)
-    return jax.vmap(lambda k: _run(k, data, f, float(epsilon), **kw))(key)
+        return _run(key, data, f, float(epsilon), *args, **kw)
+    return jax.vmap(lambda k: _run(k, data, f, float(epsilon), *args, **kw))(key)
 
 
-def _init(d, w, eps, dtype, shift=False):
-    unit = _budgets(w, eps, d, shift)[2] / w
-    return _State(jnp.zeros((d,), dtype), jnp.zeros((), dtype), jnp.asarray(unit, dtype), jnp.zeros((max(w - 1, 1),), dtype))
+def _init(d, w, phase=0):
+    """A fresh stream: o_l = 0 (public), no publication yet (ε_{l,2} one unit, as in the paper's BA)."""
+    zero = jnp.zeros((), jnp.int32)
+    return _State(
+        jnp.zeros((d,), _checks.float_dtype()), zero, jnp.asarray(phase, jnp.int32), jnp.ones((), jnp.int32),
+        jnp.zeros((max(w - 1, 1),), jnp.int32),
+    )  # fmt: skip
 
 
 @functools.partial(jax.jit, static_argnames=("method", "w", "d"))
-def _push(state, c, key, i, eps, *, method, w, d):
-    return _step(method, w, eps, d, state, (i, c, key, jnp.asarray(-1.0, c.dtype)))
+def _push(state, c, key, eps, *, method, w, d):
+    return _step(method, w, eps, d, state, (c, key, jnp.asarray(-1, jnp.int32)))
 
 
 class WEventStream:
@@ -191,26 +232,28 @@ class WEventStream:
     budgets: O(d + w) memory, no raw counts kept.
     """
 
-    def __init__(self, key: jax.Array, *, d: int, method: str, w: int, epsilon: float):
+    def __init__(self, key: jax.Array, *, d: int, method: str, w: int, epsilon: float, start: int = 1):
         _checks.key(key)
         _checks.option("method", method, METHODS)
         self.d, self.w = _checks.size("d", d), _checks.size("w", w)
         _checks.positive_scalar("epsilon", epsilon)
         self.key, self.method, self.eps = key, method, float(epsilon)
         self.dtype = _checks.float_dtype()
-        self.state = _init(self.d, self.w, self.eps, self.dtype)
-        self.i = 0
+        self.start = _check_start(start, 1)
+        self.state = _init(self.d, self.w, _phase(self.start, self.w))
+        self.i = self.start - 1  # the last timestamp pushed (a Python int: exact)
 
     def push(self, counts) -> tuple[np.ndarray, dict]:
         """Release timestamp i's counts ``[d]``; returns ``(o_i, {"eps1", "eps2", "published", "nullified"})``."""
         c = check_counts(np.asarray(counts, np.float64).reshape(1, -1))[0]
         if c.shape[0] != self.d:
             raise ValueError(f"expected {self.d} counts, got {c.shape[0]}.")
+        if self.i >= 2**32:
+            raise ValueError("timestamp 2**32 reached: keys are indexed by uint32; start a new stream with a new key.")
         self.i += 1
-        key = jax.random.fold_in(self.key, self.i - 1)
+        key = jax.random.fold_in(self.key, jnp.asarray(self.i - 1, jnp.uint32))
         self.state, (o, e1, e2, pub, nul) = _push(
-            self.state, jnp.asarray(c, self.dtype), key, jnp.asarray(self.i, self.dtype), self.eps,
-            method=self.method, w=self.w, d=self.d,
+            self.state, jnp.asarray(c, self.dtype), key, self.eps, method=self.method, w=self.w, d=self.d,
         )  # fmt: skip
         return np.asarray(o), {"eps1": float(e1), "eps2": float(e2), "published": bool(pub), "nullified": bool(nul)}
 
@@ -244,52 +287,55 @@ def _run_partitioned(key, counts, eps, *, method, w, g, regroup_every):
     sizes = _group_sizes(d, g)
     bounds = jnp.asarray(np.cumsum(sizes))  # rank r belongs to group #(bounds <= r)
     sizes_j = jnp.asarray(sizes, dtype)
-    unit = eps / (2.0 * w)
     per_window = eps / 2.0
-    lam1 = 2.0 * w / (eps * sizes_j)  # MAE of a group of size d_g has sensitivity 1/d_g
+    quanta = _quanta(method, w)  # the joint ledger counts integer quanta of P (exact)
+    quantum = per_window / quanta
+    e1 = eps / (2.0 * w)
     group0 = jnp.asarray(np.repeat(np.arange(g), sizes))  # contiguous public start
 
     def step(state, xs):
-        last, grp, l, eps_l2, recent, acc = state
-        i, c, k = xs
+        last, grp, since, units_l2, recent, acc, phase = state
+        c, k = xs
         k_dis, k_pub = jax.random.split(k)
-        dis = jax.ops.segment_sum(jnp.abs(c - last), grp, num_segments=g) / sizes_j
-        dis = dis + lam1 * jax.random.laplace(k_dis, (g,), dtype)
-        room = per_window - jnp.sum(recent)  # joint ledger: Σ over the window of the max over groups
+        mae_g = jax.ops.segment_sum(jnp.abs(c - last), grp, num_segments=g) / sizes_j
+        dis = mechanisms.add_laplace(k_dis, mae_g, epsilon=e1, sensitivity=1.0 / sizes_j)  # MAE of d_g columns: 1/d_g
+        room = quanta - jnp.sum(recent, dtype=jnp.int32)  # joint ledger: Σ over the window of the max over groups
+        since = jnp.minimum(since + 1, _SINCE_CAP)
         if method == "bd":
-            eps_av = jnp.full((g,), room / 2.0)
-            pub = (dis > 1.0 / jnp.maximum(eps_av, 1e-30)) & (room > 0)
+            spend = jnp.full((g,), room // 2)
+            pub = (dis > 1.0 / jnp.maximum(spend.astype(dtype) * quantum, 1e-30)) & (spend > 0)
             nullified = jnp.zeros((g,), bool)
         else:  # "ba", each group absorbing its own skipped budget, capped by the joint room
-            to_nullify = jnp.round(eps_l2 / unit) - 1.0
-            nullified = (i - l) <= to_nullify
-            eps_av = jnp.minimum(unit * jnp.minimum(i - (l + to_nullify), w), room)
-            pub = (dis > 1.0 / jnp.maximum(eps_av, 1e-30)) & ~nullified & (eps_av > 0)
-        eps2 = jnp.where(pub, eps_av, 0.0)
-        scale = 1.0 / jnp.maximum(eps2, 1e-30)
-        noisy = c + scale[grp] * jax.random.laplace(k_pub, c.shape, dtype)
+            to_nullify = units_l2 - 1
+            nullified = since <= to_nullify
+            spend = jnp.minimum(jnp.minimum(since - to_nullify, w), room)
+            pub = (dis > 1.0 / jnp.maximum(spend.astype(dtype) * quantum, 1e-30)) & ~nullified & (spend > 0)
+        spent = jnp.where(pub, spend, 0).astype(jnp.int32)
+        eps2 = spent.astype(dtype) * quantum
+        noisy = mechanisms.add_laplace(k_pub, c, epsilon=jnp.maximum(eps2, 1e-30)[grp], sensitivity=1.0)
         out = jnp.where(pub[grp], noisy, last)
-        top = jnp.max(eps2)
+        top = jnp.max(spent)
         recent = jnp.concatenate([recent[1:], top[None]]) if w > 1 else recent
         acc = acc + (out - last) ** 2  # change of the *releases*: public
-        new_l = jnp.where(pub, i, l)
-        new_e = jnp.where(pub, eps2, eps_l2)
+        since = jnp.where(pub, 0, since).astype(jnp.int32)
+        units_l2 = jnp.where(pub, spent, units_l2)
         if regroup_every:
-            due = (jnp.round(i).astype(jnp.int32) % regroup_every) == 0
+            phase = (phase + 1) % regroup_every  # i mod P, exact
+            due = phase == 0
             rank = jnp.argsort(jnp.argsort(acc))  # columns ordered by the RMS change of their releases
             regrouped = jnp.sum(rank[:, None] >= bounds[None, :], axis=1)
             grp_next = jnp.where(due, regrouped, grp)
             acc = jnp.where(due, 0.0, acc)
         else:
             grp_next = grp
-        state = (out, grp_next, new_l, new_e, recent, acc)
-        return state, (out, jnp.asarray(unit, dtype), top, eps2, pub, grp)
+        state = (out, grp_next, since, units_l2, recent, acc, phase)
+        return state, (out, jnp.asarray(e1, dtype), top.astype(dtype) * quantum, eps2, pub, grp)
 
-    state = (jnp.zeros((d,), dtype), group0, jnp.zeros((g,), dtype), jnp.full((g,), unit, dtype),
-             jnp.zeros((max(w - 1, 1),), dtype), jnp.zeros((d,), dtype))
-    keys = jax.vmap(lambda k: jax.random.fold_in(key, k))(jnp.arange(t))
-    idx = jnp.arange(1, t + 1).astype(dtype)
-    _, out = jax.lax.scan(step, state, (idx, counts, keys))
+    zero_g = jnp.zeros((g,), jnp.int32)
+    state = (jnp.zeros((d,), dtype), group0, zero_g, jnp.ones((g,), jnp.int32), jnp.zeros((max(w - 1, 1),), jnp.int32),
+             jnp.zeros((d,), dtype), jnp.zeros((), jnp.int32))
+    keys = jax.vmap(lambda k: jax.random.fold_in(key, k))(jnp.arange(t, dtype=jnp.uint32))
+    _, out = jax.lax.scan(step, state, (counts, keys))
     return PartitionedResult(*out)
 
 

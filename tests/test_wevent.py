@@ -193,3 +193,33 @@ def test_partitioned_bad_input(key):
         wevent.run_partitioned(key, np.ones((5, 3)), method="bd", w=2, epsilon=1.0, groups=4)
     with pytest.raises(ValueError, match="method"):
         wevent.run_partitioned(key, np.ones((5, 3)), method="uniform", w=2, epsilon=1.0, groups=2)
+
+
+@pytest.mark.parametrize("start", [2**24 - 3, 2**31 - 5, 2**32 - 40])
+@pytest.mark.parametrize("method, w", [("sample", 3), ("sample", 5), ("bd", 3), ("ba", 3), ("ba", 5)])
+def test_streams_started_late_keep_the_schedule_and_the_window(key, start, method, w):
+    """Integer counters: a stream whose timestamps pass 2²⁴ or 2³¹ behaves exactly as one that starts at 1.
+
+    With float32 timestamps (the old carry) Sample published at consecutive timestamps near 2²⁴ and BA
+    lost its nullification (window sums 2ε–4ε)."""
+    counts = np.random.default_rng(start % 97).poisson(5.0, size=(40, 6)).astype(float)
+    late = wevent.run(key, counts, method=method, w=w, epsilon=1.0, start=start)
+    sums = wevent.window_sums(late.eps1, late.eps2, w)
+    assert np.all(sums <= 1.0 * (1 + 1e-6))
+    if method == "sample":
+        expected = (start - 1 + np.arange(40)) % w == 0
+        np.testing.assert_array_equal(np.asarray(late.published), expected)
+    else:  # the decisions forced to "publish" give the budgets of a stream started at 1
+        always = np.ones(40, int)
+        early = wevent.run(key, counts, method=method, w=w, epsilon=1.0, decisions=always)
+        forced = wevent.run(key, counts, method=method, w=w, epsilon=1.0, decisions=always, start=start)
+        np.testing.assert_array_equal(np.asarray(forced.eps2), np.asarray(early.eps2))
+        np.testing.assert_array_equal(np.asarray(forced.nullified), np.asarray(early.nullified))
+    stream = wevent.WEventStream(key, d=6, method=method, w=w, epsilon=1.0, start=start)
+    pushed = np.stack([stream.push(c)[0] for c in counts[:6]])
+    np.testing.assert_array_equal(pushed, np.asarray(late.releases)[:6])
+
+
+def test_start_beyond_the_key_index_is_refused(key):
+    with pytest.raises(ValueError, match="2\\*\\*32"):
+        wevent.run(key, np.ones((10, 2)), method="bd", w=3, epsilon=1.0, start=2**32 - 5)
