@@ -94,7 +94,8 @@ def init(config: HVCConfig, d: int, dtype=None) -> CodecState:
 
 
 class _StepDraws(NamedTuple):
-    """The random numbers of one codec step: the mode draw's two uniforms and Algorithm 1's."""
+    """The random numbers of one codec step: the mode draw's two uniforms and Algorithm 1's (with
+    noise="grid": keys, from which the exact samplers draw as many words as they need)."""
 
     mode: Float[Array, "2"]
     quant: quantize._BlockDraws
@@ -106,7 +107,8 @@ def _step_draws(config: HVCConfig, key, nd: int, dtype) -> _StepDraws:
     cost more than half of each step)."""
     k_mode, k_quant = jax.random.split(key)
     noise = "grid" if config.noise == "grid" else "float"
-    return _StepDraws(mechanisms._categorical_uniforms(k_mode, dtype), quantize._block_draws(k_quant, nd, dtype, noise))
+    mode = k_mode if noise == "grid" else mechanisms.exponential_uniforms(k_mode, dtype)  # grid: exact draws, own key
+    return _StepDraws(mode, quantize._block_draws(k_quant, nd, dtype, noise))
 
 
 def _step(config: HVCConfig, prm: CodecParams, state: CodecState, block, key, eps_block):
@@ -128,9 +130,13 @@ def _step_drawn(config: HVCConfig, prm: CodecParams, state: CodecState, block, d
         perms = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32), (preds.shape[0], n))
         xs = jnp.broadcast_to(xc, preds.shape)
     if preds.shape[0] > 1:
-        score = -jnp.sum((xs - preds) ** 2, axis=(1, 2))  # κ = -‖ψX - X̂(φ)‖²_F
-        factor = (e * eps_block) / (2.0 * prm.mode_sensitivity)  # Lemma 5: ‖Λ‖²₂
-        _, mode = mechanisms._categorical_2d_from(draws.mode, (factor * score)[None, :])
+        score = -jnp.sum((xs - preds) ** 2, axis=(1, 2))  # κ = -‖ψX - X̂(φ)‖²_F, sensitivity ‖Λ‖²₂ (Lemma 5)
+        if config.noise == "grid":
+            mode = mechanisms._exponential_exact(draws.mode, score, e * eps_block, prm.mode_sensitivity)
+        else:
+            _, mode = mechanisms.exponential_drawn(
+                draws.mode, score[None, :], epsilon=e * eps_block, sensitivity=prm.mode_sensitivity
+            )
     else:
         mode = jnp.zeros((), jnp.int32)
     x_hat = preds[mode]
@@ -269,7 +275,9 @@ def _run_fn(config: HVCConfig, block_entries: int):
 def one_kernel_loop(config: HVCConfig, block_entries: int) -> bool:
     """Whether a single stream of `config` on blocks of n·d = `block_entries` values runs its codec loop
     as one CPU kernel (`jaxdp.backend`; never with reordering: a host callback inside the loop)."""
-    return config.reorder != "paper" and backend._one_kernel_codec_loop(block_entries)
+    # not with reordering (a host callback inside the loop) nor with noise="grid" (the exact samplers'
+    # while loops gather and scatter, which XLA cannot emit inside one kernel)
+    return config.reorder != "paper" and config.noise != "grid" and backend._one_kernel_codec_loop(block_entries)
 
 
 def padded_length(count: int) -> int:

@@ -9,7 +9,7 @@ draw from is exactly the one the privacy proof assumes.
 **Discrete Laplace** ``P(Z = z) ∝ exp(−|z|/R)`` (Canonne, Kamath & Steinke, "The Discrete Gaussian
 for Differential Privacy", NeurIPS 2020, Algorithm 2, with their Algorithm 1 for Bernoulli(exp(−γ))).
 A requested scale r is represented as ``R = 2^(j+32) / q`` with ``2^j ≤ r < 2^(j+1)`` and the largest
-32-bit q such that R ≥ r (so R exceeds r by less than 2⁻²³ relative: a little more noise, never less).
+32-bit q such that R ≥ r (so R exceeds r by less than 2⁻²¹ relative: a little more noise, never less).
 Then ``Y = W + 2^j·Q`` where W is uniform on ``[0, 2^j)`` accepted with probability
 ``exp(−W q / 2^(j+32))`` and Q counts successes of Bernoulli(exp(−q/2³²)) before the first failure;
 Z = ±Y with a fair sign, rejecting "−0". Every Bernoulli(γ/K) inside Algorithm 1 compares a uniform
@@ -282,6 +282,20 @@ def _check_scale(scale, limit=MAX_SCALE):
         )
 
 
+def _canonical_sum(rc, neg, w, qc, j):
+    """S = rc ± (W + 2^j Q) exactly, in the canonical form ``(H, L, 2^j)`` with S = H·2^j + L, 0 ≤ L < 2^j.
+
+    All int32: |rc| < 2²⁹, W < 2^j ≤ 2²⁸, Q < 2³⁰. Any float made from (H, L) is a function of S alone.
+    """
+    pow_j = jnp.int32(1) << j
+    rc_hi = rc >> j  # floor division by 2^j (arithmetic shift)
+    rc_lo = rc - (rc_hi << j)
+    wi = w.astype(jnp.int32)
+    low = jnp.where(neg, rc_lo - wi, rc_lo + wi)  # ∈ (−2^j, 2^(j+1))
+    carry = jnp.where(low < 0, -1, jnp.where(low >= pow_j, 1, 0)).astype(jnp.int32)
+    return rc_hi + jnp.where(neg, -qc, qc) + carry, low - carry * pow_j, pow_j
+
+
 def snap_and_add(key: jax.Array, x, *, scale, spacing) -> jax.Array:
     """``γ·(round(x/γ) + Z)`` with Z exact discrete Laplace of scale ``scale/γ`` (traceable core).
 
@@ -298,16 +312,7 @@ def snap_and_add(key: jax.Array, x, *, scale, spacing) -> jax.Array:
     neg, w, qc, j = _sample_parts(key, ratio, x.shape)
     lim = float(2**29 - 1)
     rc = jnp.clip(jnp.round(x / spacing), -lim, lim).reshape(-1).astype(jnp.int32)
-    # exact S = rc ± (W + 2^j Q) in the canonical form S = H·2^j + L, 0 ≤ L < 2^j
-    one = jnp.int32(1)
-    pow_j = one << j
-    rc_hi = rc >> j  # floor division by 2^j (arithmetic shift)
-    rc_lo = rc - (rc_hi << j)
-    wi = w.astype(jnp.int32)
-    low = jnp.where(neg, rc_lo - wi, rc_lo + wi)  # ∈ (−2^j, 2^(j+1))
-    carry = jnp.where(low < 0, -1, jnp.where(low >= pow_j, 1, 0)).astype(jnp.int32)
-    low = low - carry * pow_j
-    high = rc_hi + jnp.where(neg, -qc, qc) + carry
+    high, low, pow_j = _canonical_sum(rc, neg, w, qc, j)
     total = high.astype(dtype) * pow_j.astype(dtype) + low.astype(dtype)  # a function of S only
     return (total.reshape(x.shape)) * spacing
 

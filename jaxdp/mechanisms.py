@@ -13,11 +13,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from jaxdp import _checks, _prefix
+from jaxdp import _checks, _prefix, exact
 
 __all__ = [
-    "laplace", "laplace_scale", "laplace_noise", "add_laplace", "grid_laplace", "grid_spacing", "exponential",
-    "exponential_probabilities",
+    "laplace", "laplace_scale", "laplace_noise", "add_laplace", "standard_laplace", "add_standard_laplace", "grid_laplace", "grid_spacing", "exponential",
+    "exponential_exact", "exponential_uniforms", "exponential_drawn", "exponential_probabilities",
 ]  # fmt: skip
 
 # Scales are computed in floating point; rounding could make ``Δ/b`` exceed ε by an ulp or two. Every
@@ -45,6 +45,19 @@ def laplace_noise(key: jax.Array, shape, *, epsilon, sensitivity, dtype=None) ->
     """
     dtype = _checks.float_dtype() if dtype is None else np.dtype(dtype)
     return laplace_scale(epsilon=epsilon, sensitivity=sensitivity, dtype=dtype) * jax.random.laplace(key, tuple(shape), dtype)
+
+
+def standard_laplace(key: jax.Array, shape, dtype=None) -> jax.Array:
+    """Standard Laplace variates ``Lap(1)`` drawn ahead of use (a scan draws all its randomness in
+    one vectorized call); scale them with `add_standard_laplace`. Traceable."""
+    dtype = _checks.float_dtype() if dtype is None else np.dtype(dtype)
+    return jax.random.laplace(key, tuple(shape), dtype)
+
+
+def add_standard_laplace(z, x, *, epsilon, sensitivity) -> jax.Array:
+    """``x + laplace_scale(ε, Δ)·z`` for standard Laplace variates z (`standard_laplace`). Traceable."""
+    x = jnp.asarray(x)
+    return x + laplace_scale(epsilon=epsilon, sensitivity=sensitivity, dtype=x.dtype) * z
 
 
 def add_laplace(key: jax.Array, x, *, epsilon, sensitivity) -> jax.Array:
@@ -107,52 +120,115 @@ def grid_spacing(sensitivity):
 
 
 def _grid_laplace(key: jax.Array, x: jax.Array, scale: jax.Array, spacing: jax.Array) -> jax.Array:
-    """Traceable core of `grid_laplace`: snap x to the grid γℤ, add γ·(G₁ − G₂)."""
-    return _grid_laplace_from(_grid_exponentials(key, x.shape, x.dtype), x, scale, spacing)
-
-
-def _grid_exponentials(key: jax.Array, shape, dtype) -> jax.Array:
-    """The randomness of `_grid_laplace`: two independent Exp(1) arrays, stacked ``[2, *shape]``."""
-    k1, k2 = jax.random.split(key)
-    return jnp.stack([jax.random.exponential(k1, shape, dtype), jax.random.exponential(k2, shape, dtype)])
-
-
-def _grid_laplace_from(exps: jax.Array, x: jax.Array, scale: jax.Array, spacing: jax.Array) -> jax.Array:
-    """`_grid_laplace` with its exponentials drawn beforehand (`_grid_exponentials`)."""
-    ratio = scale / spacing  # G ~ Geometric(1 − e^{−γ/b}) is ⌊E·b/γ⌋ with E ~ Exp(1)
-    g1 = jnp.floor(exps[0] * ratio)
-    g2 = jnp.floor(exps[1] * ratio)
-    return (jnp.round(x / spacing) + (g1 - g2)) * spacing
+    """Traceable core of `grid_laplace`: ``γ·(round(x/γ) + Z)``, Z exact discrete Laplace (`jaxdp.exact`)."""
+    return exact.snap_and_add(key, x, scale=scale, spacing=spacing)
 
 
 def grid_laplace(key: jax.Array, x, *, scale, spacing) -> jax.Array:
-    """Float-safe Laplace: ``round_γ(x) + γ·Z`` with Z a discrete Laplace integer (DESIGN note 5).
+    """Float-safe, exact Laplace: ``round_γ(x) + γ·Z`` with Z an exact discrete Laplace integer.
 
     Every output is an exact multiple of the power-of-two spacing γ, whatever the input, so two
     neighbouring inputs share the same output support: the floating-point "porous support" of the
-    textbook sampler (Mironov 2012), which lets an attacker tell inputs apart from low-order bits,
-    is gone. Z = G₁ − G₂ with G ~ Geometric(1 − e^{−γ/b}) is the discrete Laplace distribution
-    with P(Z = z) ∝ e^{−γ|z|/b}.
+    textbook sampler (Mironov 2012) is gone. Z has ``P(Z = z) ∝ exp(−|z|/R)`` exactly, with R the
+    scale ratio b/γ rounded up to a representable value (relative excess < 2⁻²¹; `jaxdp.exact`),
+    drawn with integer arithmetic only (Canonne, Kamath & Steinke 2020); the sum ``round(x/γ) + Z``
+    is formed exactly in integers before it becomes a float, so rounding reveals nothing.
 
     Privacy:
       Snapping moves each value by at most γ/2, so a query of L1 sensitivity Δ has sensitivity
       ≤ Δ + γ after snapping; calibrate ``scale ≥ (Δ + γ)/ε`` (the codec does, with γ ≤ Δ/256).
-      Caveat: geometric variates come from float exponentials, whose tail is cut where the uniform
-      runs out of resolution (≈ 16.6 scales in float32, ≈ 36 in float64): outputs beyond that are
-      impossible, a failure probability of ≈ 6e-8 (float32) or 1e-16 (float64) per value.
+      Pure ε-DP, no δ: the only departures from the ideal distribution are integer widths
+      (probability < 10⁻¹⁰⁰⁰⁰⁰, see `jaxdp.exact`).
 
     Args:
       key: typed PRNG key. x: values ``[...]``. scale: Laplace scale b > 0 (broadcastable).
       spacing: grid spacing γ > 0, a power of two (broadcastable); see `grid_spacing`.
 
     Returns:
-      Array like `x`, every entry an exact multiple of γ (while |x|/γ < 2^24 in float32, 2^53 in float64).
+      Array like `x`, every entry an exact multiple of γ (|x|/γ is clamped to 2²⁹).
+
+    Raises:
+      ValueError: a concrete ratio scale/spacing outside [1, 2²⁹) (it cannot be sampled exactly in
+      32-bit integers: choose a coarser spacing), or a spacing that is not a power of two.
     """
     _checks.key(key)
     x = jnp.asarray(x)
     if not jnp.issubdtype(x.dtype, jnp.floating):
         x = x.astype(_checks.float_dtype())
-    return _grid_laplace(key, x, jnp.asarray(scale, x.dtype), jnp.asarray(spacing, x.dtype))
+    if _checks.is_concrete(scale) and _checks.is_concrete(spacing):
+        g = np.asarray(spacing, np.float64)
+        if not (np.all(g > 0) and np.all(np.exp2(np.round(np.log2(g))) == g)):
+            raise ValueError(f"spacing must be a positive power of two, got {spacing!r}.")
+        exact._check_scale(np.asarray(scale, np.float64) / g)
+    return _grid_laplace_jit(key, x, jnp.asarray(scale, x.dtype), jnp.asarray(spacing, x.dtype))
+
+
+_grid_laplace_jit = jax.jit(_grid_laplace)
+
+
+# ------------------------------------------------------------------------------------------------
+# Exact exponential mechanism (integer scores)
+# ------------------------------------------------------------------------------------------------
+_MAX_DISTANCE = 2**24 - 1  # score distances are clamped here (float32 holds them exactly)
+
+
+def _score_grid(epsilon, sensitivity):
+    """Spacing γ_s of the integer scores: ≤ Δ/256, coarser at tiny ε so that c·M ≥ 64 (public values only)."""
+    steps = jnp.clip(epsilon * (_MAX_DISTANCE / 128.0) - 2.0, 1.0, 256.0)  # Δ/γ_s at most this
+    return jnp.exp2(jnp.floor(jnp.log2(sensitivity / steps)))
+
+
+def _exponential_exact(key, scores, epsilon, sensitivity):
+    """Traceable core of `exponential_exact` over the last axis of ``scores [k]`` (one draw)."""
+    dtype = scores.dtype
+    eps = jnp.asarray(epsilon, dtype)
+    sens = jnp.asarray(sensitivity, dtype)
+    gamma = _score_grid(eps, sens)
+    qs = jnp.round(scores / gamma)  # integer-valued floats (−inf/NaN: excluded)
+    allowed = jnp.isfinite(qs)
+    best = jnp.max(jnp.where(allowed, qs, -jnp.inf))
+    # distance to the best, clamped: max(q_i, q* − M) has the sensitivity of q (exact below 2^24)
+    dist = jnp.where(allowed, jnp.minimum(best - qs, float(_MAX_DISTANCE)), 0.0).astype(jnp.int32)
+    # |ΔQ| ≤ Δ/γ_s + 1 for rounded scores; + 1/4 covers float error in computing them (≪ γ_s/4)
+    delta_q = jnp.ceil(sens / gamma + 0.25) + 1.0
+    c = eps / (2.0 * delta_q) * jnp.asarray(1.0 - 2.0**-20, dtype)  # rounded down: never more than ε
+    rate = jnp.minimum(jnp.floor(c.astype(jnp.float32) * jnp.float32(2.0**32)), jnp.float32(4294967040.0))
+    return exact.exponential_integer(key, dist, allowed, rate.astype(jnp.uint32))
+
+
+def exponential_exact(
+    key: jax.Array,
+    scores: Float[Array, " k"],
+    *,
+    epsilon: float,
+    sensitivity: float,
+) -> Int[Array, ""]:
+    """The exponential mechanism sampled exactly: index i with probability ∝ ``exp(ε·Q_i / (2Δ_Q))``.
+
+    The scores are rounded to integers ``Q_i = round(score_i/γ_s)`` on a power-of-two grid γ_s ≤ Δ/256
+    (public: from ε and Δ), so their sensitivity is ``Δ_Q = ⌈Δ/γ_s + 1/4⌉ + 1`` (rounding adds ≤ 1;
+    the 1/4 covers float error in computing the scores). Distances to the best score are clamped at
+    2²⁴ − 1 units (``max(Q_i, Q* − M)`` has the same sensitivity). The draw uses only uniform 32-bit
+    words and exact integer comparisons (`jaxdp.exact.exponential_integer`), with the rate
+    ``ε/(2Δ_Q)`` rounded *down* to a multiple of 2⁻³²: never more than ε.
+
+    Privacy: ε-DP when every score has sensitivity ≤ Δ (McSherry & Talwar 2007), with no float δ.
+    −inf / NaN scores are excluded (the candidate set must not depend on private data).
+
+    Args:
+      key: typed PRNG key. scores: ``[k]`` floats, higher is better. epsilon: ε > 0. sensitivity: Δ > 0.
+
+    Returns:
+      int32 scalar index.
+    """
+    _checks.key(key)
+    scores = _check_exp_args(scores, epsilon, sensitivity)
+    if scores.ndim != 1:
+        raise ValueError(f"exponential_exact draws one index from scores [k]; vmap for batches (got {scores.shape}).")
+    return _exponential_exact_jit(key, scores, jnp.asarray(epsilon, scores.dtype), jnp.asarray(sensitivity, scores.dtype))
+
+
+_exponential_exact_jit = jax.jit(_exponential_exact)
 
 
 def _logits(scores: jax.Array, factor: jax.Array) -> jax.Array:
@@ -218,6 +294,24 @@ def _categorical_2d_from(u: jax.Array, logits: jax.Array) -> tuple[jax.Array, ja
     i = _inverse_cdf(u[1], w[g])
     idx = g * _GROUP + i
     return idx // cols, idx % cols
+
+
+def exponential_uniforms(key: jax.Array, dtype=None) -> jax.Array:
+    """The two uniforms `exponential_drawn` consumes (drawn ahead, e.g. for a whole scan). Traceable."""
+    return _categorical_uniforms(key, _checks.float_dtype() if dtype is None else np.dtype(dtype))
+
+
+def exponential_drawn(u, scores, *, epsilon, sensitivity) -> tuple[jax.Array, jax.Array]:
+    """The exponential mechanism ∝ ``exp(ε·score/(2Δ))`` over a 2-D score table ``[R, C]``, from the
+    two uniforms of `exponential_uniforms`; returns (row, col). Traceable core of the fast float sampler.
+
+    Float caveat (documented δ): the two-stage inverse CDF resolves probabilities to the uniform's
+    resolution, 2⁻²⁴ of a stage's total in float32 (2⁻⁵³ in float64): a candidate whose probability
+    is below that relative to its group may be drawn with a rounded (possibly zero) probability. The
+    resulting δ per draw is at most (groups + 16)·2⁻²³ in float32 (`noise="grid"` samples exactly).
+    """
+    factor = jnp.asarray(epsilon, scores.dtype) / (2.0 * jnp.asarray(sensitivity, scores.dtype))
+    return _categorical_2d_from(u, factor * scores)
 
 
 def _inverse_cdf(u: jax.Array, w: jax.Array) -> jax.Array:

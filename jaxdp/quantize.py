@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from jaxdp import _checks, _prefix, mechanisms, orders, sensitivity, transforms
+from jaxdp import _checks, _prefix, exact, mechanisms, orders, sensitivity, transforms
 
 __all__ = [
     "QuantizerTables",
@@ -259,8 +259,8 @@ def _probabilities_block(x, x_hat, tab, eps_laplace, eps_select, theta):
 class _BlockDraws(NamedTuple):
     """The random numbers Algorithm 1 uses for one block, drawn from its key by `_block_draws`."""
 
-    select: Float[Array, "2"]  # uniforms of the two-stage (t, σ) draw
-    noise: Float[Array, "*m nd"]  # standard Laplace [nd] (noise="float"), or Exp(1) [2, nd] (noise="grid")
+    select: Float[Array, "2"]  # uniforms of the two-stage (t, σ) draw (noise="grid": a key for the exact draw)
+    noise: Float[Array, " nd"]  # standard Laplace [nd] (noise="float"), or a key (noise="grid": exact sampler)
 
 
 def _block_draws(key, nd: int, dtype, noise: str = "float") -> _BlockDraws:
@@ -271,10 +271,10 @@ def _block_draws(key, nd: int, dtype, noise: str = "float") -> _BlockDraws:
     scan step.
     """
     k_select, k_noise = jax.random.split(key)
-    u = mechanisms._categorical_uniforms(k_select, dtype)
-    if noise == "grid":
-        return _BlockDraws(u, mechanisms._grid_exponentials(k_noise, (nd,), dtype))
-    return _BlockDraws(u, jax.random.laplace(k_noise, (nd,), dtype))
+    if noise == "grid":  # the exact samplers draw as many words as they need, from these keys
+        return _BlockDraws(k_select, k_noise)
+    u = mechanisms.exponential_uniforms(k_select, dtype)
+    return _BlockDraws(u, mechanisms.standard_laplace(k_noise, (nd,), dtype))
 
 
 def _quantize_block(key, x, x_hat, tab, eps_laplace, eps_select, theta, prune=False, noise="float"):
@@ -287,23 +287,35 @@ def _quantize_block_drawn(draws, x, x_hat, tab, eps_laplace, eps_select, theta, 
     nd = n * d
     x_hat, c, lap, tail = _block_terms(x, x_hat, tab, eps_laplace)
     score, sens = _scores(lap, tail, x_hat, tab, theta, prune)
-    # Algorithm 1, lines 1-4: exponential mechanism over all (σ, t), in log space.
-    s, t = mechanisms._categorical_2d_from(draws.select, (eps_select / (2.0 * sens)) * score)
-    # Lines 6-13: Laplace noise of scale GS_k/ε*_k (× ρ_t) on the first t coefficients, zero the rest.
-    # The factor (1 + 8·eps_machine) absorbs rounding of the scales, so the loss never exceeds ε.
-    margin = 1.0 + 8.0 * jnp.finfo(x.dtype).eps
-    scale = tab.cbrt_gs[s] * (tab.prefix[s, t] * tab.rho[s, t] * margin / eps_laplace)
-    keep = jnp.arange(nd) < t
+    gs = tab.cbrt_gs**3  # [K, nd] Lemma 1 sensitivities in scan order
+    # Theorem 1: coefficient k < t gets ε*_k = GS_k^{2/3}/S_t · ε_QL; joint accounting divides by ρ_t.
+    # With the noise scale b_k = GS_k/ε*_k (× ρ_t) = GS_k^{1/3} S_t ρ_t / ε_QL.
     if noise == "grid":
-        # Float-safe: snap to γ_k = 2^⌊log2(GS_k/256)⌋ and add discrete Laplace. Snapping adds ≤ γ_k ≤ GS_k/256
-        # to each coefficient's sensitivity, i.e. at most ε_QL/(256 ρ_t) to the loss; the scales are
-        # inflated by (1 + 1/(256 ρ_t)) so that the total stays ≤ ε_QL.
-        gs = tab.cbrt_gs[s] ** 3
-        gamma = mechanisms.grid_spacing(gs)
-        inflate = 1.0 + 1.0 / (256.0 * jnp.maximum(tab.rho[s, t], 1e-6))
-        noisy = mechanisms._grid_laplace_from(draws.noise, c[s], scale * inflate, gamma)
+        # Float-safe and exact: snap to γ_k = 2^⌊log2(GS_k/256)⌋ and add exact discrete Laplace. Snapping adds
+        # ≤ γ_k ≤ GS_k/256 to each coefficient's sensitivity, i.e. at most ε_QL/(256 ρ_t) to the loss: the
+        # sensitivities are inflated by (1 + 1/(256 ρ_t)) so that the total stays ≤ ε_QL.
+        gamma_all = mechanisms.grid_spacing(gs)
+        inflate_all = 1.0 + 1.0 / (256.0 * jnp.maximum(tab.rho, 1e-6))  # [K, nd+1]
+        # Candidates whose noise-to-grid ratio b_k/γ_k could not be sampled exactly are excluded (a rule
+        # on public values: tables, ε_QL). t = 0 is always allowed.
+        ratio_max = jax.lax.cummax(tab.cbrt_gs / gamma_all, axis=1)  # max_{k<t} GS_k^{1/3}/γ_k, [K, nd]
+        ratio_max = jnp.concatenate([jnp.zeros_like(ratio_max[:, :1]), ratio_max], axis=1)
+        ratio = ratio_max * tab.prefix * tab.rho * inflate_all * 1.01 / eps_laplace
+        score = jnp.where(ratio < exact.MAX_SCALE, score, -jnp.inf)
+        # Algorithm 1, lines 1-4: exponential mechanism over all (σ, t), sampled exactly on integer scores.
+        idx = mechanisms._exponential_exact(draws.select, score.reshape(-1), eps_select, sens)
+        s, t = idx // (nd + 1), idx % (nd + 1)
+        eps_k = tab.cbrt_gs[s] ** 2 * eps_laplace / (tab.prefix[s, t] * tab.rho[s, t])
+        gamma = gamma_all[s]
+        scale = mechanisms.laplace_scale(epsilon=eps_k, sensitivity=gs[s] * inflate_all[s, t], dtype=x.dtype)
+        noisy = mechanisms._grid_laplace(draws.noise, c[s], scale, gamma)
     else:
-        noisy = c[s] + scale * draws.noise
+        # Algorithm 1, lines 1-4: exponential mechanism over all (σ, t), in log space.
+        s, t = mechanisms.exponential_drawn(draws.select, score, epsilon=eps_select, sensitivity=sens)
+        # Lines 6-13: Laplace noise of scale GS_k/ε*_k (× ρ_t) on the first t coefficients, zero the rest.
+        eps_k = tab.cbrt_gs[s] ** 2 * eps_laplace / (tab.prefix[s, t] * tab.rho[s, t])
+        noisy = mechanisms.add_standard_laplace(draws.noise, c[s], epsilon=eps_k, sensitivity=gs[s])
+    keep = jnp.arange(nd) < t
     c_tilde = jnp.where(keep, noisy, jnp.zeros_like(noisy))
     # Line 14: inverse transform of the selected kind.
     e_tilde = _inverse(c_tilde, s, tab, n, d)

@@ -332,3 +332,96 @@ def compressive_case():
 
 
 CASES["compressive measurement"] = compressive_case
+
+
+# ---------------------------------------------------------------------------------------------
+# Privacy at the edges (issue: secret keys, exact samplers, no leaking diagnostics)
+# ---------------------------------------------------------------------------------------------
+def _float_discrete_laplace(key, x, scale, spacing):
+    """The pre-exact grid sampler, kept as a mutant: ⌊E·b/γ⌋ from float32 exponentials (2²³ values) and
+    a float32 sum. At b/γ ≫ 2²³ most integers are unreachable and the output parity tells inputs apart."""
+    k1, k2 = jax.random.split(key)
+    ratio = scale / spacing
+    g1 = jnp.floor(jax.random.exponential(k1, (), jnp.float32) * ratio)
+    g2 = jnp.floor(jax.random.exponential(k2, (), jnp.float32) * ratio)
+    return (jnp.round(x / spacing) + (g1 - g2)) * spacing
+
+
+def grid_parity_case():
+    """Exact discrete Laplace at b/γ = 1.2·10⁷ (γ = 1, Δ = 1); statistic: the parity of the output.
+
+    Nominal ε = (Δ + γ)/b ≈ 1.7·10⁻⁷. The float mutant (the old sampler) separates neighbours by parity."""
+    gamma, b = 1.0, 1.2e7
+    eps = (1.0 + gamma) / b
+
+    def parity(v):
+        return jnp.mod(v, 2.0).astype(jnp.float32)
+
+    def mech(key, x):
+        return parity(mechanisms._grid_laplace(key, jnp.sum(x), jnp.asarray(b), jnp.asarray(gamma)))
+
+    def mutant(key, x):
+        return parity(_float_discrete_laplace(key, jnp.sum(x), jnp.float32(b), jnp.float32(gamma)))
+
+    return eps, mech, mutant, jnp.asarray([0.0]), jnp.asarray([1.0]), dict(discrete=True)
+
+
+def public_seed_case():
+    """A release with a key only the curator knows, vs one whose key is a public seed (the old CLI default
+    ``--seed 0``): the release is then a deterministic function of the data, and the audit sees it."""
+    eps = 1.0
+
+    def mech(key, x):
+        return jnp.sum(x) + mechanisms.laplace(key, 1.0 / eps, ())
+
+    def mutant(key, x):  # ignores the fresh key: everyone can recompute the noise
+        del key
+        return jnp.sum(x) + mechanisms.laplace(jax.random.key(0), 1.0 / eps, ())
+
+    return eps, mech, mutant, jnp.asarray([0.0]), jnp.asarray([1.0]), {}
+
+
+def leaking_diagnostic_case():
+    """The numbers published with a stream release besides the records (ε spent, t per block, counts).
+
+    The mechanism publishes what `Result` holds; the mutant also publishes the count of clipped values
+    (the old ``Result.clipped``), an exact function of the raw data: one out-of-domain value moves it."""
+    from jaxdp.diagnostics import curator_diagnostics
+
+    eps = 2.0
+    cfg = jaxdp.HVCConfig(1, 1, eps, bounds=np.ones(1), target_length=1, prune=False)
+
+    def published(keys, x, leak):
+        res = jaxdp.anonymize(keys, np.asarray(x), cfg)
+        stat = res.records[:, 0, 0] + 10.0 * res.info.t[:, 0]  # the released record and the chosen t
+        if leak:
+            stat = stat + 100.0 * curator_diagnostics(res, np.asarray(x)).clipped_total
+        return jnp.asarray(stat, jnp.float32)
+
+    return eps, (lambda k, x: published(k, x, False)), (lambda k, x: published(k, x, True)), \
+        np.full((1, 1), 1.0), np.full((1, 1), 1.5), dict(batched=True)  # x' is out of the domain [0, 1]
+
+
+def float_exponential_case():
+    """The exponential mechanism where float32 rounding matters: two candidates whose probabilities are
+    e⁻¹⁶ vs e⁻¹⁷ (≈ 1.1e-7 vs 4e-8) on neighbouring inputs. The float two-stage sampler gives 1.19e-7 vs
+    exactly 0 (an unbounded loss); the exact sampler gives the true probabilities. Heavy: an event of
+    probability 1e-7 needs ≈ 10⁸ trials (benchmarks/audit_all.py)."""
+    eps = 2.0  # factor ε/(2Δ) = 1 with Δ = 1
+
+    def scores(x):
+        return jnp.stack([jnp.float32(0.0), -16.0 - jnp.sum(x)])
+
+    def mech(key, x):
+        return mechanisms._exponential_exact(key, scores(x), jnp.float32(eps), jnp.float32(1.0))
+
+    def mutant(key, x):
+        return mechanisms._categorical_2d(key, scores(x)[None, :] * (eps / 2.0))[1]
+
+    return eps, mech, mutant, jnp.asarray([0.0]), jnp.asarray([1.0]), dict(discrete=True, heavy=True)
+
+
+CASES["grid laplace parity at b/γ = 1.2e7"] = grid_parity_case
+CASES["public seed (mutant) vs secret key"] = public_seed_case
+CASES["leaking diagnostic (mutant): clipped count"] = leaking_diagnostic_case
+CASES["exponential float rounding (heavy)"] = float_exponential_case

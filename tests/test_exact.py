@@ -1,0 +1,168 @@
+"""Exact samplers (`jaxdp.exact`): the distribution drawn is the one the privacy proof assumes.
+
+Statistical tests use α = 1e-6 (a correct sampler fails one of them with probability ≤ 1e-6 each;
+the keys are fixed, so every run is deterministic). Deterministic tests check the integer machinery
+(ties in the comparisons, the canonical exact sum) on crafted inputs."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.stats
+
+from jaxdp import exact, mechanisms
+
+ALPHA = 1e-6
+
+
+def _dlap_cdf(z, big_r):
+    """P(Z ≤ z) of the discrete Laplace P(Z = k) ∝ exp(−|k|/R), for integer arrays z (float64)."""
+    b = np.exp(-1.0 / big_r)
+    z = np.asarray(z, np.float64)
+    return np.where(z >= 0, 1.0 - b ** (z + 1) / (1 + b), b ** (-z) / (1 + b))
+
+
+def _chi2_pvalue(samples, big_r, bins=60):
+    """χ² over bins of (nearly) equal probability with integer edges; the outermost bins hold the tails."""
+    qs = np.linspace(0, 1, bins + 1)[1:-1]
+    # edges at the exact quantiles (not the sample's), so the bins do not depend on the sample
+    lim = int(np.ceil(60 * big_r))
+    grid = np.arange(-lim, lim + 1, max(1, int(big_r // 20)))
+    cdf = _dlap_cdf(grid, big_r)
+    edges = np.unique(grid[np.searchsorted(cdf, qs)])
+    probs = np.diff(np.concatenate([[0.0], _dlap_cdf(edges, big_r), [1.0]]))
+    counts = np.bincount(np.searchsorted(edges, samples, side="left"), minlength=len(edges) + 1)
+    keep = probs * samples.size > 5
+    obs = np.append(counts[keep], counts[~keep].sum())
+    expct = np.append(probs[keep], probs[~keep].sum()) * samples.size
+    if expct[-1] == 0:
+        obs, expct = obs[:-1], expct[:-1]
+    return scipy.stats.chisquare(obs, expct * obs.sum() / expct.sum()).pvalue
+
+
+@pytest.mark.parametrize("scale", [1.0, 1.5, 3.7, 100.0, 4321.5, 1.0e6, 1.2e7])
+def test_discrete_laplace_pmf_matches_the_closed_form(key, scale):
+    z = np.asarray(exact.discrete_laplace(key, scale, (400_000,)))
+    big_r = float(exact.representable_scale(scale))
+    assert 0 <= big_r / scale - 1 < 2**-21  # never less noise than asked, at most 2^-21 more
+    assert _chi2_pvalue(z, big_r) > ALPHA
+    assert _chi2_pvalue(z, big_r * 1.03) < ALPHA  # a 3 % larger scale is rejected: the test has power
+    assert scipy.stats.binomtest(int((z > 0).sum()), int((z != 0).sum()), 0.5).pvalue > ALPHA  # symmetric
+
+
+@pytest.mark.parametrize("scale", [2.5, 1000.0])
+def test_far_tails_have_the_closed_form_probability(key, scale):
+    """P(|Z| ≥ m) = 2·b^m/(1 + b) out to ≈ 11 scales (10⁻⁵): no truncation, no rounded tail."""
+    n = 2_000_000
+    z = np.abs(np.asarray(exact.discrete_laplace(key, scale, (n,))))
+    big_r = float(exact.representable_scale(scale))
+    b = np.exp(-1 / big_r)
+    for m in (np.ceil(5 * big_r), np.ceil(8 * big_r), np.ceil(11 * big_r)):
+        p = 2 * b**m / (1 + b)
+        assert scipy.stats.binomtest(int((z >= m).sum()), n, p).pvalue > ALPHA, m
+
+
+def test_old_float_sampler_misses_most_integers_at_large_ratios(key):
+    """Why the exact sampler exists: ⌊E·b/γ⌋ from float32 exponentials (2²³ values) is far from uniform
+    modulo 8 at b/γ = 1.2e7 (the parity audit exploits it); the exact sampler's residues are uniform."""
+    n = 200_000
+    k1, k2 = jax.random.split(key)
+    old = np.asarray(jnp.floor(jax.random.exponential(k1, (n,), jnp.float32) * jnp.float32(1.2e7))).astype(np.int64)
+    new = np.abs(np.asarray(exact.discrete_laplace(k2, 1.2e6, (n,))))
+    assert scipy.stats.chisquare(np.bincount(old % 8, minlength=8)).pvalue < ALPHA
+    counts = np.bincount(new % 8, minlength=8)
+    assert scipy.stats.chisquare(counts).pvalue > ALPHA
+
+
+def test_scales_that_cannot_be_sampled_exactly_are_refused(key):
+    for bad in (0.5, 2.0**24, np.inf, np.nan):
+        with pytest.raises(ValueError, match="2\\*\\*24"):
+            exact.discrete_laplace(key, bad, (3,))
+    with pytest.raises(ValueError, match="2\\*\\*29"):
+        mechanisms.grid_laplace(key, jnp.zeros(3), scale=2.0**30, spacing=1.0)
+    with pytest.raises(ValueError, match="power of two"):
+        mechanisms.grid_laplace(key, jnp.zeros(3), scale=10.0, spacing=0.3)
+
+
+def test_snap_and_add_is_round_plus_exact_noise_and_always_on_the_grid(key):
+    gamma, b = 2.0**-3, 7.25
+    x = jnp.asarray(np.random.default_rng(0).normal(0, 50, 100_000), jnp.float32)
+    out = np.asarray(mechanisms.grid_laplace(key, x, scale=b, spacing=gamma), np.float64)
+    z = out / gamma - np.round(np.asarray(x, np.float64) / gamma)
+    np.testing.assert_array_equal(z, np.round(z))  # an integer number of grid steps from round(x/γ)
+    assert _chi2_pvalue(z.astype(np.int64), float(exact.representable_scale(b / gamma))) > ALPHA
+
+
+@pytest.mark.parametrize("j", [0, 1, 7, 20, 28])
+def test_canonical_sum_depends_on_the_exact_integer_only(j):
+    """S = rc ± (W + 2^j Q) is carried as (⌊S/2^j⌋, S mod 2^j) — the same pair for every decomposition
+    of the same S, so the float made from it cannot reveal rc (the parity leak of a float sum)."""
+    rng = np.random.default_rng(j)
+    n = 20_000
+    rc = rng.integers(-(2**29) + 1, 2**29 - 1, n)
+    neg = rng.random(n) < 0.5
+    w = rng.integers(0, 2**j, n)
+    q = rng.integers(0, 2**30 - 1, n) >> rng.integers(0, 30, n)
+    s = rc + np.where(neg, -1, 1) * (w + (q << j))
+    hi, lo, pw = exact._canonical_sum(jnp.asarray(rc, jnp.int32), jnp.asarray(neg), jnp.asarray(w, jnp.uint32),
+                                      jnp.asarray(q, jnp.int32), jnp.full(n, j, jnp.int32))  # fmt: skip
+    np.testing.assert_array_equal(np.asarray(hi, np.int64), s >> j)
+    np.testing.assert_array_equal(np.asarray(lo, np.int64), s & ((1 << j) - 1))
+    np.testing.assert_array_equal(np.asarray(pw), 1 << j)
+
+
+def test_comparison_ties_continue_with_the_next_word():
+    """Bernoulli(exp(−γ)) with γ = 1/2 (word 0x80000000): a uniform word equal to the threshold is a
+    tie (U's next words decide), one above it loses the K = 1 comparison (coin = heads)."""
+    coin = exact._coin_fresh(jnp.zeros(3, jnp.uint32), None)
+    frac = jnp.full(3, 0x80000000, jnp.uint32)
+    u1 = jnp.asarray([0x80000000, 0x80000001, 0x7FFFFFFF], jnp.uint32)
+    c = exact._coin_advance(coin, u1, frac)
+    assert list(np.asarray(c.done)) == [False, True, False]  # tie / U > γ: coin decided / U < γ: K = 2
+    assert bool(c.heads[1]) and int(c.pos[0]) == 1 and int(c.k[2]) == 2
+    c = exact._coin_advance(c, jnp.asarray([1, 0, 0], jnp.uint32), frac)  # U = 0.5 + 2^-64 > γ: heads
+    assert bool(c.done[0]) and bool(c.heads[0])
+
+
+@pytest.mark.parametrize("x", [0.0, 0.3, 1.0, 1.7, 5.25])
+def test_exp_coins_have_probability_exp_minus_x(key, x):
+    n = 400_000
+    whole, frac = int(np.floor(x)), np.uint32(round((x - np.floor(x)) * 2**32) % 2**32)
+    heads = np.asarray(exact._run_coins(key, jnp.full(n, whole, jnp.uint32), jnp.full(n, frac, jnp.uint32)))
+    assert scipy.stats.binomtest(int(heads.sum()), n, np.exp(-x)).pvalue > ALPHA
+
+
+def _integer_em_reference(scores, eps, sens):
+    """Float64 reference of `mechanisms.exponential_exact`'s target distribution."""
+    steps = np.clip(eps * ((2**24 - 1) / 128.0) - 2.0, 1.0, 256.0)
+    gamma = 2.0 ** np.floor(np.log2(sens / steps))
+    q = np.round(np.asarray(scores, np.float64) / gamma)
+    ok = np.isfinite(q)
+    dist = np.where(ok, np.minimum(q[ok].max() - q, 2**24 - 1), 0)
+    delta_q = np.ceil(sens / gamma + 0.25) + 1
+    c = np.floor(eps / (2 * delta_q) * (1 - 2**-20) * 2**32) / 2**32
+    w = np.where(ok, np.exp(-c * dist), 0.0)
+    return w / w.sum(), c, delta_q
+
+
+def test_exact_exponential_mechanism_matches_its_distribution(key):
+    scores = np.array([0.0, -1.0, -2.5, -np.inf, 3.0, 2.2, -40.0, 1.0], np.float32)
+    eps, sens = 4.0, 2.0
+    p, c, delta_q = _integer_em_reference(scores, eps, sens)
+    assert c <= eps / (2 * delta_q) and delta_q * 2.0 ** np.floor(np.log2(sens / 256)) >= sens  # calibration
+    draws = np.asarray(jax.vmap(lambda k: mechanisms.exponential_exact(k, scores, epsilon=eps, sensitivity=sens))(
+        jax.random.split(key, 60_000)))  # fmt: skip
+    counts = np.bincount(draws, minlength=scores.size)
+    assert counts[3] == 0  # −inf: never
+    keep = p * draws.size > 5
+    assert scipy.stats.chisquare(counts[keep], p[keep] * draws.size * counts[keep].sum() / (p[keep].sum() * draws.size)).pvalue > ALPHA
+    # the float softmax with ε/(2Δ) is the same distribution up to the integer rounding of the scores
+    soft = np.exp(eps / (2 * sens) * np.where(np.isfinite(scores), scores - 3.0, -np.inf))
+    np.testing.assert_allclose(p, soft / soft.sum(), atol=0.01)
+
+
+def test_exact_exponential_mechanism_rejects_bad_input(key):
+    with pytest.raises(ValueError, match="vmap"):
+        mechanisms.exponential_exact(key, jnp.zeros((2, 3)), epsilon=1.0, sensitivity=1.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        mechanisms.exponential_exact(key, jnp.zeros(3), epsilon=0.0, sensitivity=1.0)
