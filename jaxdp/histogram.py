@@ -46,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from jaxdp import _checks, transforms
+from jaxdp import _checks, mechanisms, transforms
 
 __all__ = [
     "METHODS", "publish", "lpa", "fpa", "spa", "efpa", "php", "release_histogram", "hpartition",
@@ -86,15 +86,18 @@ def check_histogram(hist, *, integer: bool = True) -> np.ndarray:
     return h
 
 
-def _prepare(key, hist, epsilon):
+def _prepare(key, hist, epsilon, noise="float"):
     _checks.key(key)
     _checks.positive_scalar("epsilon", epsilon)
+    noise = mechanisms.check_noise(noise)
     h = check_histogram(hist)
-    return jnp.asarray(h, _checks.float_dtype())
+    return jnp.asarray(h, np.float64 if noise == "float64" else _checks.float_dtype()), noise
+
+
 
 
 # --------------------------------------------------------------------------------------- LPA / FPA
-def lpa(key: jax.Array, hist, *, epsilon: float) -> Float[Array, " n"]:
+def lpa(key: jax.Array, hist, *, epsilon: float, noise: str = "float") -> Float[Array, " n"]:
     """Laplace per bin: ``H + Lap(1/ε)^n``.
 
     Privacy: ε-DP; one record changes one bin by 1 (Δ₁ = 1).
@@ -103,20 +106,28 @@ def lpa(key: jax.Array, hist, *, epsilon: float) -> Float[Array, " n"]:
       key: typed PRNG key, used once.
       hist: counts, shape ``[n]`` (non-negative integers).
       epsilon: ε > 0.
+      noise: ``"float"`` (default), ``"float64"`` or ``"grid"`` (exact; `jaxdp.mechanisms.NOISES`).
 
     Returns:
-      Noisy histogram of shape ``[n]`` (default float dtype).
+      Noisy histogram of shape ``[n]`` (default float dtype; float64 with ``noise="float64"``).
     """
-    h = _prepare(key, hist, epsilon)
-    return _lpa(key, h, jnp.asarray(epsilon, h.dtype))
+    with mechanisms.precision(noise if noise in mechanisms.NOISES else "float"):
+        h, noise = _prepare(key, hist, epsilon, noise)
+        _check_grid(noise, epsilon, 1.0)
+        return _lpa(key, h, jnp.asarray(epsilon, h.dtype), noise=mechanisms._kernel_noise(noise))
 
 
-@jax.jit
-def _lpa(key, h, eps):
-    return h + jax.random.laplace(key, h.shape, h.dtype) / eps
+def _check_grid(noise, epsilon, sensitivity):
+    if noise == "grid":
+        mechanisms.check_grid_ratio(epsilon=epsilon, sensitivity=sensitivity)
 
 
-def fpa(key: jax.Array, hist, *, epsilon: float, k: int) -> Float[Array, " n"]:
+@functools.partial(jax.jit, static_argnames=("noise",))
+def _lpa(key, h, eps, *, noise="float"):
+    return mechanisms.laplace_mechanism(key, h, epsilon=eps, sensitivity=1.0, noise=noise)
+
+
+def fpa(key: jax.Array, hist, *, epsilon: float, k: int, noise: str = "float") -> Float[Array, " n"]:
     """Fourier perturbation with a fixed number ``k`` of retained real DFT coordinates.
 
     Keeps the first k coordinates of `jaxdp.transforms.rdft` (the lowest frequencies), adds
@@ -128,23 +139,26 @@ def fpa(key: jax.Array, hist, *, epsilon: float, k: int) -> Float[Array, " n"]:
     Args:
       key: typed PRNG key. hist: counts ``[n]``. epsilon: ε > 0.
       k: retained coordinates, ``1 ≤ k ≤ n`` (public).
+      noise: ``"float"`` (default), ``"float64"`` or ``"grid"`` (exact; `jaxdp.mechanisms.NOISES`).
 
     Returns:
       Noisy histogram ``[n]``.
     """
-    h = _prepare(key, hist, epsilon)
-    k = _checks.size("k", k)
-    if k > h.shape[0]:
-        raise ValueError(f"k = {k} exceeds the number of bins n = {h.shape[0]}; choose 1 <= k <= n.")
-    return _fpa(key, h, jnp.asarray(epsilon, h.dtype), k)
+    with mechanisms.precision(noise if noise in mechanisms.NOISES else "float"):
+        h, noise = _prepare(key, hist, epsilon, noise)
+        k = _checks.size("k", k)
+        if k > h.shape[0]:
+            raise ValueError(f"k = {k} exceeds the number of bins n = {h.shape[0]}; choose 1 <= k <= n.")
+        _check_grid(noise, epsilon, np.sqrt(k))
+        return _fpa(key, h, jnp.asarray(epsilon, h.dtype), k, noise=mechanisms._kernel_noise(noise))
 
 
-@functools.partial(jax.jit, static_argnums=(3,))
-def _fpa(key, h, eps, k):
+@functools.partial(jax.jit, static_argnums=(3,), static_argnames=("noise",))
+def _fpa(key, h, eps, k, *, noise="float"):
     c = transforms.rdft(h)
     keep = jnp.arange(h.shape[0]) < k
-    noise = jax.random.laplace(key, h.shape, h.dtype) * (float(np.sqrt(k)) / eps)
-    return transforms.irdft(jnp.where(keep, c + noise, 0.0))
+    noisy = mechanisms.laplace_mechanism(key, c, epsilon=eps, sensitivity=float(np.sqrt(k)), noise=noise)
+    return transforms.irdft(jnp.where(keep, noisy, 0.0))
 
 
 # --------------------------------------------------------------------------------------- SPA / EFPA
@@ -171,7 +185,7 @@ def _spa_scores(h, eps):
     return tail + k * float(np.sqrt(n)) / (eps / 2)
 
 
-def spa(key: jax.Array, hist, *, epsilon: float) -> Float[Array, " n"]:
+def spa(key: jax.Array, hist, *, epsilon: float, noise: str = "float") -> Float[Array, " n"]:
     """Sampling perturbation (the paper's Algorithm 1, after Rastogi & Nath).
 
     k ∈ {1 … n} is drawn with probability ∝ ``exp(−(ε/2)·U(H, k)/2)`` (exponential mechanism, ΔU = 1:
@@ -181,23 +195,28 @@ def spa(key: jax.Array, hist, *, epsilon: float) -> Float[Array, " n"]:
 
     Privacy: ε/2 (choice of k) + ε/2 (noise) = ε-DP.
 
+    `noise`: ``"float"`` or ``"float64"``. ``"grid"`` is refused: the K-norm noise of SPA has no exact
+    sampler here (use EFPA or FPA for exact Fourier releases).
+
     Returns:
       Noisy histogram ``[n]``.
     """
-    h = _prepare(key, hist, epsilon)
-    return _spa(key, h, jnp.asarray(epsilon, h.dtype))[0]
+    with mechanisms.precision(noise if noise in mechanisms.NOISES else "float"):
+        h, noise = _prepare(key, hist, epsilon, noise)
+        if noise == "grid":
+            raise ValueError('spa has no exact sampler for its K-norm noise: use noise="float" or "float64", '
+                             'or efpa/fpa/lpa/php with noise="grid".')
+        return _spa(key, h, jnp.asarray(epsilon, h.dtype))[0]
 
 
 @jax.jit
 def _spa(key, h, eps):
     n = h.shape[0]
-    k_sel, k_gam, k_norm = jax.random.split(key, 3)
-    scores = _spa_scores(h, eps)
-    k = jax.random.categorical(k_sel, -(eps / 2) * scores / 2.0) + 1
-    en = eps / 2
-    g = jax.random.gamma(k_gam, (k.astype(h.dtype) + 1) / 2, dtype=h.dtype) * (2.0 / (en * en))
-    z = jnp.sqrt(g) * jax.random.normal(k_norm, h.shape, h.dtype)
-    keep = jnp.arange(n) < k
+    k_sel, k_noise = jax.random.split(key)
+    scores = _spa_scores(h, eps)  # U(H, k): lower is better, sensitivity 1
+    k = mechanisms.exponential_mechanism(k_sel, -scores, epsilon=eps / 2, sensitivity=1.0) + 1
+    z = mechanisms.l2_norm_noise(k_noise, h.shape, dim=k, epsilon=eps / 2, dtype=h.dtype)
+    keep = jnp.arange(n, dtype=k.dtype) < k
     return transforms.irdft(jnp.where(keep, transforms.rdft(h) + z, 0.0)), k
 
 
@@ -225,7 +244,7 @@ def _efpa_scores(h, eps):
     return tail[z] + penalty
 
 
-def efpa(key: jax.Array, hist, *, epsilon: float) -> Float[Array, " n"]:
+def efpa(key: jax.Array, hist, *, epsilon: float, noise: str = "float") -> Float[Array, " n"]:
     """Enhanced Fourier perturbation (the paper's Algorithm 2), for any n (odd or even).
 
     k ∈ {1 … m} (frequencies F_0 … F_{k−1}) is drawn with probability ∝ ``exp(−ε·u(H, k)/4)``
@@ -237,26 +256,29 @@ def efpa(key: jax.Array, hist, *, epsilon: float) -> Float[Array, " n"]:
 
     Args:
       key: typed PRNG key. hist: counts ``[n]``. epsilon: ε > 0.
+      noise: ``"float"`` (default), ``"float64"`` or ``"grid"`` (exact; `jaxdp.mechanisms.NOISES`).
 
     Returns:
       Noisy histogram ``[n]``.
     """
-    h = _prepare(key, hist, epsilon)
-    return _efpa(key, h, jnp.asarray(epsilon, h.dtype))[0]
+    with mechanisms.precision(noise if noise in mechanisms.NOISES else "float"):
+        h, noise = _prepare(key, hist, epsilon, noise)
+        _check_grid(noise, epsilon / 2, np.sqrt(h.shape[0]))  # the largest z is n
+        return _efpa(key, h, jnp.asarray(epsilon, h.dtype), noise=mechanisms._kernel_noise(noise))[0]
 
 
-@jax.jit
-def _efpa(key, h, eps):
+@functools.partial(jax.jit, static_argnames=("noise",))
+def _efpa(key, h, eps, *, noise="float"):
     n = h.shape[0]
     k_sel, k_noise = jax.random.split(key)
-    scores = _efpa_scores(h, eps)
-    idx = jax.random.categorical(k_sel, -eps * scores / 4.0)
+    scores = _efpa_scores(h, eps)  # u(H, k): lower is better, sensitivity 1 (Theorem 6)
+    idx = mechanisms.exponential_mechanism(k_sel, -scores, epsilon=eps / 2, sensitivity=1.0, noise=noise)
     k, z, _ = _efpa_penalty(n, eps, h.dtype)
     zk = z[idx]
-    scale = 2.0 * jnp.sqrt(zk.astype(h.dtype)) / eps
-    noise = jax.random.laplace(k_noise, h.shape, h.dtype) * scale
+    sens = jnp.sqrt(zk.astype(h.dtype))  # z orthonormal coordinates: L1 sensitivity √z
+    noisy = mechanisms.laplace_mechanism(k_noise, transforms.rdft(h), epsilon=eps / 2, sensitivity=sens, noise=noise)
     keep = jnp.arange(n) < zk
-    return transforms.irdft(jnp.where(keep, transforms.rdft(h) + noise, 0.0)), k[idx]
+    return transforms.irdft(jnp.where(keep, noisy, 0.0)), k[idx]
 
 
 # --------------------------------------------------------------------------------------- range abs deviation
@@ -352,36 +374,38 @@ def _segments(cut):
     return start, end
 
 
-def release_histogram(key: jax.Array, hist, cuts, *, epsilon: float) -> Float[Array, " n"]:
+def release_histogram(key: jax.Array, hist, cuts, *, epsilon: float, noise: str = "float") -> Float[Array, " n"]:
     """ReleaseHistogram (the paper's Algorithm 3): each segment's mean plus ``Lap(1/ε)/|C|``, repeated
     over the segment. The segments (a public or privately chosen configuration) start at 0 and at
     every index of `cuts`.
 
     Privacy: ε-DP for a configuration that does not depend on the data (or was chosen privately):
-    one record changes one segment sum by 1.
+    one record changes one segment sum by 1. `noise` as in `lpa`.
     """
-    h = _prepare(key, hist, epsilon)
-    n = h.shape[0]
-    cut = np.zeros(n, bool)
-    cut[0] = True
-    cuts = np.asarray(cuts, dtype=np.int64).reshape(-1)
-    if cuts.size and (cuts.min() < 1 or cuts.max() >= n):
-        raise ValueError(f"cuts must be bin indices in [1, {n - 1}] where a new segment starts.")
-    cut[cuts] = True
-    return _release(key, h, jnp.asarray(cut), jnp.asarray(epsilon, h.dtype))
+    with mechanisms.precision(noise if noise in mechanisms.NOISES else "float"):
+        h, noise = _prepare(key, hist, epsilon, noise)
+        n = h.shape[0]
+        cut = np.zeros(n, bool)
+        cut[0] = True
+        cuts = np.asarray(cuts, dtype=np.int64).reshape(-1)
+        if cuts.size and (cuts.min() < 1 or cuts.max() >= n):
+            raise ValueError(f"cuts must be bin indices in [1, {n - 1}] where a new segment starts.")
+        cut[cuts] = True
+        _check_grid(noise, epsilon, 1.0)
+        return _release_jit(key, h, jnp.asarray(cut), jnp.asarray(epsilon, h.dtype), noise=mechanisms._kernel_noise(noise))
 
 
-def _release(key, h, cut, eps):
+def _release(key, h, cut, eps, noise="float"):
     n = h.shape[0]
     seg = jnp.cumsum(cut) - 1
     sums = jax.ops.segment_sum(h, seg, num_segments=n)
     sizes = jax.ops.segment_sum(jnp.ones_like(h), seg, num_segments=n)
-    noise = jax.random.laplace(key, (n,), h.dtype) / eps
-    means = (sums + noise) / jnp.maximum(sizes, 1.0)
+    noisy = mechanisms.laplace_mechanism(key, sums, epsilon=eps, sensitivity=1.0, noise=noise)
+    means = noisy / jnp.maximum(sizes, 1.0)
     return means[seg]
 
 
-_release_jit = jax.jit(_release)
+_release_jit = jax.jit(_release, static_argnames=("noise",))
 
 
 class PHPInfo(NamedTuple):
@@ -392,7 +416,7 @@ class PHPInfo(NamedTuple):
     clusters: jax.Array
 
 
-def php(key: jax.Array, hist, *, epsilon: float, return_info: bool = False):
+def php(key: jax.Array, hist, *, epsilon: float, return_info: bool = False, noise: str = "float"):
     """P-HPartition (the paper's Algorithm 4).
 
     Starting from one partition of all n bins, partitions are taken in FIFO order; each chooses among
@@ -410,17 +434,20 @@ def php(key: jax.Array, hist, *, epsilon: float, return_info: bool = False):
     Args:
       key: typed PRNG key. hist: counts ``[n]``. epsilon: ε > 0.
       return_info: also return a `PHPInfo`.
+      noise: ``"float"`` (default), ``"float64"`` or ``"grid"`` (exact; `jaxdp.mechanisms.NOISES`).
 
     Returns:
       Noisy histogram ``[n]`` (and `PHPInfo`).
     """
-    h = _prepare(key, hist, epsilon)
-    out, info = _php(key, h, jnp.asarray(epsilon, h.dtype))
-    return (out, info) if return_info else out
+    with mechanisms.precision(noise if noise in mechanisms.NOISES else "float"):
+        h, noise = _prepare(key, hist, epsilon, noise)
+        _check_grid(noise, epsilon / 2, 1.0)
+        out, info = _php(key, h, jnp.asarray(epsilon, h.dtype), noise=mechanisms._kernel_noise(noise))
+        return (out, info) if return_info else out
 
 
-@jax.jit
-def _php(key, h, eps):
+@functools.partial(jax.jit, static_argnames=("noise",))
+def _php(key, h, eps, *, noise="float"):
     n = h.shape[0]
     depth = php_depth(n)
     lam = 2.0 / eps
@@ -436,10 +463,10 @@ def _php(key, h, eps):
         whole = q[:n] + lam
         split = q[n : 2 * n] + q[2 * n :] + 2 * lam
         err = jnp.where(idx == start, whole, split)  # candidate i: no split (i = start) or cut before i
-        logits = -eps * err / (16.0 * depth)
-        v = jnp.where(active, logits + jax.random.gumbel(k, (n,), h.dtype), -jnp.inf)
-        best = jax.ops.segment_max(v, start, num_segments=n)
-        winner = jax.ops.segment_min(jnp.where(active & (v == best[start]), idx, n), start, num_segments=n)
+        # one exponential mechanism per active partition: ε/(4d) each, Δerr ≤ 2 (Lemma 2)
+        winner = mechanisms.exponential_segments(
+            k, -err, start, active, epsilon=eps / (4.0 * depth), sensitivity=2.0, noise=noise
+        )
         chosen = active & (idx == winner[start])  # one chosen candidate per active segment
         new_cut = chosen & (idx != start)
         is_start = active & (idx == start)
@@ -460,14 +487,16 @@ def _php(key, h, eps):
     errs = err0 + jnp.cumsum(delta.reshape(-1))
     cand = jnp.concatenate([jnp.stack([err0]), errs])
     ok = jnp.concatenate([jnp.ones((1,), bool), processed.reshape(-1)])
-    logits = jnp.where(ok, -eps * cand / 16.0, -jnp.inf)
-    pick = jax.random.categorical(keys[depth], logits)  # 0: the initial configuration
+    # the final choice: ε/4, Δerr ≤ 2; pick 0 is the initial configuration
+    pick = mechanisms.exponential_mechanism(
+        keys[depth], jnp.where(ok, -cand, -jnp.inf), epsilon=eps / 4.0, sensitivity=2.0, noise=noise
+    )
     t = pick - 1
     lvl, pos = t // n, t % n
     levels = jnp.arange(depth)[:, None]
     keep = made & ((levels < lvl) | ((levels == lvl) & (owner <= pos))) & (pick > 0)
     final_cut = cut0 | jnp.any(keep, axis=0)
-    out = _release(keys[depth + 1], h, final_cut, eps / 2)
+    out = _release(keys[depth + 1], h, final_cut, eps / 2, noise)
     return out, PHPInfo(final_cut, jnp.sum(final_cut))
 
 
@@ -498,16 +527,19 @@ def hpartition(hist, *, lam: float) -> list[list[int]]:
 
 
 # --------------------------------------------------------------------------------------- dispatcher
-def publish(key: jax.Array, hist, *, method: str, epsilon: float, k: int | None = None) -> Float[Array, " n"]:
-    """Publish a histogram with one of `METHODS` (``k`` only for ``"fpa"``). ε-DP for every method."""
+def publish(
+    key: jax.Array, hist, *, method: str, epsilon: float, k: int | None = None, noise: str = "float"
+) -> Float[Array, " n"]:
+    """Publish a histogram with one of `METHODS` (``k`` only for ``"fpa"``). ε-DP for every method.
+    `noise`: ``"float"``, ``"float64"`` or ``"grid"`` (exact; not for ``"spa"``)."""
     method = _checks.option("method", method, METHODS)
     if method == "fpa":
         if k is None:
             raise ValueError("method='fpa' needs k (the number of retained coefficients).")
-        return fpa(key, hist, epsilon=epsilon, k=k)
+        return fpa(key, hist, epsilon=epsilon, k=k, noise=noise)
     if k is not None:
         raise ValueError(f"k is only used by method='fpa', not {method!r}.")
-    return {"lpa": lpa, "spa": spa, "efpa": efpa, "php": php}[method](key, hist, epsilon=epsilon)
+    return {"lpa": lpa, "spa": spa, "efpa": efpa, "php": php}[method](key, hist, epsilon=epsilon, noise=noise)
 
 
 # --------------------------------------------------------------------------------------- metrics

@@ -17,7 +17,9 @@ from jaxdp import _checks, _prefix, exact
 
 __all__ = [
     "laplace", "laplace_scale", "laplace_noise", "add_laplace", "standard_laplace", "add_standard_laplace", "grid_laplace", "grid_spacing", "exponential",
-    "exponential_exact", "exponential_uniforms", "exponential_drawn", "exponential_probabilities",
+    "exponential_exact", "exponential_uniforms", "exponential_drawn", "exponential_probabilities", "NOISES",
+    "check_noise", "precision", "laplace_mechanism", "exponential_mechanism", "exponential_segments", "l2_norm_noise",
+    "check_grid_ratio",
 ]  # fmt: skip
 
 # Scales are computed in floating point; rounding could make ``Δ/b`` exceed ε by an ulp or two. Every
@@ -386,3 +388,161 @@ def exponential_probabilities(
     scores = _check_exp_args(scores, epsilon, sensitivity)
     factor = jnp.asarray(epsilon, scores.dtype) / (2.0 * jnp.asarray(sensitivity, scores.dtype))
     return jax.nn.softmax(_logits(scores, jnp.expand_dims(factor, -1)), axis=-1)
+
+
+# ------------------------------------------------------------------------------------------------
+# One noise choice for every system
+# ------------------------------------------------------------------------------------------------
+NOISES = ("float", "float64", "grid")
+_NOISE_HELP = (
+    '"float" (textbook float sampler in the default dtype: fast; float caveats in the README), '
+    '"float64" (the same in float64), or "grid" (exact: discrete Laplace on a power-of-two grid and '
+    "an exact exponential mechanism; pure ε-DP under finite arithmetic)"
+)
+
+
+def check_noise(noise) -> str:
+    """Validate a ``noise=`` choice (``"float32"`` is accepted as an alias of ``"float"``)."""
+    if noise == "float32":
+        return "float"
+    if noise not in NOISES:
+        raise ValueError(f"noise must be one of {NOISES}: {_NOISE_HELP}; got {noise!r}.")
+    return noise
+
+
+def precision(noise: str):
+    """Context for a system's public call: ``noise="float64"`` runs it with 64-bit floats (scoped x64)."""
+    import contextlib
+
+    return jax.enable_x64(True) if noise == "float64" else contextlib.nullcontext()
+
+
+def _kernel_noise(noise: str) -> str:
+    """What a traceable core needs to know: exact ("grid") or float (the dtype carries float32/64)."""
+    return "grid" if noise == "grid" else "float"
+
+
+def check_grid_ratio(*, epsilon, sensitivity) -> None:
+    """Eagerly refuse a ``noise="grid"`` Laplace release whose noise-to-grid ratio cannot be sampled exactly."""
+    eps = np.asarray(epsilon, np.float64)
+    sens = np.asarray(sensitivity, np.float64)
+    gamma = np.exp2(np.floor(np.log2(sens / 256.0)))
+    ratio = (sens + gamma) / (eps * gamma)
+    if np.any(ratio >= exact.MAX_SCALE) or np.any(ratio < 1.0):
+        raise ValueError(
+            f'noise="grid" cannot sample this release exactly: its noise-to-grid ratio b/γ is '
+            f"{float(np.max(ratio)):.3g} (ε = {float(np.min(eps)):g}), outside [1, 2**29). Use a larger ε, "
+            'or noise="float".'
+        )
+
+
+def l2_norm_noise(key: jax.Array, shape, *, dim, epsilon, dtype=None) -> jax.Array:
+    """K-norm noise for the L2 norm: density ∝ ``exp(−ε‖z‖₂)`` on the first `dim` coordinates (float).
+
+    Sampled as ``√g·N(0, I)`` with ``g ~ Gamma((dim + 1)/2, rate ε²/2)`` (a Gaussian scale mixture);
+    ε-DP for a query of L2 sensitivity 1 (Hardt & Talwar 2010). Only ``shape[-1] ≥ dim`` coordinates
+    are drawn; the caller keeps the first `dim`. Traceable; float sampler only.
+    """
+    dtype = _checks.float_dtype() if dtype is None else np.dtype(dtype)
+    k_gam, k_norm = jax.random.split(key)
+    eps = jnp.asarray(epsilon, dtype)
+    g = jax.random.gamma(k_gam, (jnp.asarray(dim).astype(dtype) + 1) / 2, dtype=dtype) * (2.0 / (eps * eps))
+    return jnp.sqrt(g) * jax.random.normal(k_norm, tuple(shape), dtype)
+
+
+def laplace_mechanism(key: jax.Array, x, *, epsilon, sensitivity, noise: str = "float") -> jax.Array:
+    """The Laplace mechanism ``x + Lap(Δ/ε)`` elementwise, with the sampler of `noise` (traceable core).
+
+    Privacy: ε-DP for a query of L1 sensitivity Δ. ``noise="grid"``: x is snapped to the grid
+    γ = `grid_spacing`(Δ) and exact discrete Laplace noise of scale (Δ + γ)/ε is added (snapping adds
+    ≤ γ to the sensitivity), all in integer arithmetic (`grid_laplace`). Float noise: `add_laplace`.
+    `epsilon` and `sensitivity` broadcast against x.
+    """
+    x = jnp.asarray(x)
+    if _kernel_noise(noise) == "grid":
+        sens = jnp.broadcast_to(jnp.asarray(sensitivity, x.dtype), x.shape)
+        gamma = grid_spacing(sens)
+        scale = laplace_scale(epsilon=epsilon, sensitivity=sens + gamma, dtype=x.dtype)
+        return _grid_laplace(key, x, scale, gamma)
+    return add_laplace(key, x, epsilon=epsilon, sensitivity=sensitivity)
+
+
+def exponential_mechanism(key: jax.Array, scores, *, epsilon, sensitivity, noise: str = "float") -> jax.Array:
+    """One draw of the exponential mechanism over ``scores [k]`` (higher is better), ∝ ``exp(ε·s/(2Δ))``.
+
+    Traceable core: float noise uses Gumbel-max (`jax.random.categorical`; float caveat: a
+    candidate's probability is resolved to the float resolution of its Gumbel variate), ``"grid"``
+    the exact sampler on integer scores (`exponential_exact`). −inf / NaN scores are never drawn.
+    Returns a scalar of the default int dtype.
+    """
+    scores = jnp.asarray(scores)
+    int_dtype = jax.dtypes.canonicalize_dtype(jnp.int64)  # the default int (int64 under x64)
+    if _kernel_noise(noise) == "grid":
+        return _exponential_exact(key, scores, epsilon, sensitivity).astype(int_dtype)
+    factor = jnp.asarray(epsilon, scores.dtype) / (2.0 * jnp.asarray(sensitivity, scores.dtype))
+    return _exponential(key, scores, factor).astype(int_dtype)
+
+
+def exponential_segments(key: jax.Array, scores, segment, active, *, epsilon, sensitivity, noise: str = "float"):
+    """Independent exponential mechanisms, one per segment: candidates ``[n]`` with segment ids ``[n]``
+    (the segment's first index) and an `active` mask; returns, per segment id, the winning index
+    (``n`` where a segment has no active candidate). Traceable core (used by P-HP's level steps).
+
+    Float: Gumbel-max per segment. ``"grid"``: exact, by rejection with one proposal per candidate
+    slot per round, uniform within its segment (out-of-range draws skipped), accepted with an exact
+    exp(−c·distance) coin; the first accepted proposal of a segment in slot order wins.
+    """
+    scores = jnp.asarray(scores)
+    n = scores.shape[0]
+    if _kernel_noise(noise) != "grid":
+        factor = jnp.asarray(epsilon, scores.dtype) / (2.0 * jnp.asarray(sensitivity, scores.dtype))
+        v = jnp.where(active, factor * scores + jax.random.gumbel(key, (n,), scores.dtype), -jnp.inf)
+        best = jax.ops.segment_max(v, segment, num_segments=n)
+        idx = jnp.arange(n)
+        return jax.ops.segment_min(jnp.where(active & (v == best[segment]), idx, n), segment, num_segments=n)
+    return _exponential_segments_exact(key, scores, segment, active, epsilon, sensitivity)
+
+
+def _exponential_segments_exact(key, scores, segment, active, epsilon, sensitivity):
+    n = scores.shape[0]
+    dtype = scores.dtype
+    eps = jnp.asarray(epsilon, dtype)
+    sens = jnp.asarray(sensitivity, dtype)
+    gamma = _score_grid(eps, sens)
+    qs = jnp.where(active, jnp.round(scores / gamma), -jnp.inf)
+    allowed = active & jnp.isfinite(qs)
+    best = jax.ops.segment_max(jnp.where(allowed, qs, -jnp.inf), segment, num_segments=n)
+    dist = jnp.where(allowed, jnp.minimum(best[segment] - qs, float(_MAX_DISTANCE)), 0.0).astype(jnp.uint32)
+    delta_q = jnp.ceil(sens / gamma + 0.25) + 1.0
+    c = eps / (2.0 * delta_q) * jnp.asarray(1.0 - 2.0**-20, dtype)
+    rate = jnp.minimum(jnp.floor(c.astype(jnp.float32) * jnp.float32(2.0**32)), jnp.float32(4294967040.0))
+    x_hi, x_lo = exact._mul_u32(dist, jnp.broadcast_to(rate.astype(jnp.uint32), (n,)))
+    idx = jnp.arange(n, dtype=jnp.int32)
+    # each segment lists its allowed candidates by rank; a proposal picks a uniform rank
+    rank = jnp.cumsum(allowed.astype(jnp.int32)) - 1
+    first_rank = jax.ops.segment_min(jnp.where(allowed, rank, n), segment, num_segments=n)
+    count = jax.ops.segment_sum(allowed.astype(jnp.int32), segment, num_segments=n)
+    by_rank = jnp.zeros((n,), jnp.int32).at[jnp.where(allowed, rank, n)].set(idx, mode="drop")
+    bits = jnp.ceil(jnp.log2(jnp.maximum(count, 2).astype(jnp.float32))).astype(jnp.uint32)  # per segment
+    slot_seg = segment
+    has = count[slot_seg] > 0
+    winner0 = jnp.where(count > 0, -1, n)  # per segment id: −1 undecided, n none
+
+    def cond(st):
+        return jnp.any(st[0] < 0)
+
+    def body(st):
+        winner, rnd = st
+        k_prop, k_coin = jax.random.split(jax.random.fold_in(key, rnd))
+        u = jax.random.bits(k_prop, (n,), jnp.uint32)
+        b = bits[slot_seg]
+        r = (u >> (32 - b)).astype(jnp.int32)
+        valid = has & (r < count[slot_seg]) & (winner[slot_seg] < 0)
+        cand = by_rank[jnp.minimum(first_rank[slot_seg] + r, n - 1)]
+        heads = exact._run_coins(k_coin, x_hi[cand], x_lo[cand]) & valid
+        got = jax.ops.segment_min(jnp.where(heads, idx, n), slot_seg, num_segments=n)  # first slot that won
+        new = jnp.where(got < n, cand[jnp.minimum(got, n - 1)], -1)
+        return jnp.where(winner < 0, new, winner), rnd + 1
+
+    winner, _ = jax.lax.while_loop(cond, body, (winner0.astype(jnp.int32), jnp.zeros((), jnp.uint32)))
+    return winner.astype(jax.dtypes.canonicalize_dtype(jnp.int64))
