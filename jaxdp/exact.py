@@ -302,8 +302,10 @@ def snap_and_add(key: jax.Array, x, *, scale, spacing) -> jax.Array:
     The sum ``round(x/γ) + Z`` is formed exactly in integers and only then converted to floats, so
     the output is a function of that integer alone (post-processing): rounding can never reveal
     which input it came from. |round(x/γ)| is clamped to 2²⁹ − 1 (1-Lipschitz: the sensitivity is
-    unchanged). `spacing` must be a power of two; `scale/spacing` is clamped into [1, 2²⁹) (callers
-    check or prune larger ratios; a smaller ratio only adds noise).
+    unchanged). `spacing` must be a power of two. A ratio `scale/spacing` below 1 is raised to 1 (more
+    noise); a ratio ≥ 2²⁹ cannot be sampled exactly and gives NaN — never less noise than asked. The
+    callers make that impossible with public rules (eager checks, pruned candidates, skipped
+    publications), so a NaN would be a bug, and it depends on public values only.
     """
     x = jnp.asarray(x)
     dtype = x.dtype
@@ -314,6 +316,7 @@ def snap_and_add(key: jax.Array, x, *, scale, spacing) -> jax.Array:
     rc = jnp.clip(jnp.round(x / spacing), -lim, lim).reshape(-1).astype(jnp.int32)
     high, low, pow_j = _canonical_sum(rc, neg, w, qc, j)
     total = high.astype(dtype) * pow_j.astype(dtype) + low.astype(dtype)  # a function of S only
+    total = jnp.where(ratio.reshape(-1) < MAX_SCALE, total, jnp.nan)  # never clamp the noise down
     return (total.reshape(x.shape)) * spacing
 
 

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from jaxdp import _checks, mechanisms
+from jaxdp import _checks, exact, mechanisms
 
 __all__ = [
     "METHODS", "WEventResult", "WEventStream", "run", "run_partitioned", "PartitionedResult", "window_sums", "mae", "mre", "load_counts", "synthetic_counts",
@@ -92,7 +92,18 @@ def _budgets(w, eps, d, shift):
     return eps / (2.0 * w), 1.0 / d, eps / 2.0
 
 
-def _step(method, w, eps, d, state, xs, shift=False):
+def _min_publication_budget(noise):
+    """The smallest ε_{i,2} a "grid" publication can be sampled exactly with (counts: Δ = 1, γ = 2⁻⁸); 0 for float.
+
+    BD halves its remaining budget, so ε_{i,2} can get tiny; with noise="grid" such a timestamp is null
+    instead (a rule on the public budget ledger)."""
+    if noise != "grid":
+        return 0.0
+    gamma = 2.0**-8
+    return (1.0 + gamma) / (gamma * exact.MAX_SCALE) * 1.01
+
+
+def _step(method, w, eps, d, state, xs, shift=False, noise="float"):
     c, key, force = xs  # force: −1 use the private test, 0 force null, 1 force publish
     k_dis, k_pub = jax.random.split(key)
     e1, dis_sensitivity, per_window = _budgets(w, eps, d, shift)
@@ -100,16 +111,18 @@ def _step(method, w, eps, d, state, xs, shift=False):
     zero = jnp.zeros((), dtype)
     no = jnp.asarray(False)
     if method == "uniform":
-        out = mechanisms.add_laplace(k_pub, c, epsilon=eps / w, sensitivity=1.0)
+        out = mechanisms.laplace_mechanism(k_pub, c, epsilon=eps / w, sensitivity=1.0, noise=noise)
         return state, (out, zero, jnp.asarray(eps / w, dtype), jnp.asarray(True), no)
     if method == "sample":
         pub = state.phase == 0  # the schedule is the budget: never overridden
-        noisy = mechanisms.add_laplace(k_pub, c, epsilon=eps, sensitivity=1.0)
+        noisy = mechanisms.laplace_mechanism(k_pub, c, epsilon=eps, sensitivity=1.0, noise=noise)
         out = jnp.where(pub, noisy, state.last)
         state = state._replace(last=out, phase=(state.phase + 1) % w)
         return state, (out, zero, jnp.where(pub, jnp.asarray(eps, dtype), zero), pub, no)
     # BD and BA: private dissimilarity (M_{i,1}): MAE has sensitivity 1/d
-    dis = mechanisms.add_laplace(k_dis, jnp.mean(jnp.abs(c - state.last)), epsilon=e1, sensitivity=dis_sensitivity)
+    dis = mechanisms.laplace_mechanism(
+        k_dis, jnp.mean(jnp.abs(c - state.last)), epsilon=e1, sensitivity=dis_sensitivity, noise=noise
+    )
     eps1 = jnp.asarray(e1, dtype)
     quanta = _quanta(method, w)
     quantum = per_window / quanta
@@ -126,9 +139,12 @@ def _step(method, w, eps, d, state, xs, shift=False):
         spend = jnp.minimum(since - to_nullify, w)
         lam = 1.0 / (spend.astype(dtype) * quantum)
         pub = jnp.where(force >= 0, force == 1, dis > lam) & ~nullified
+    pub = pub & (spend.astype(dtype) * quantum >= _min_publication_budget(noise))
     spent = jnp.where(pub, spend, 0).astype(jnp.int32)
     eps2 = spent.astype(dtype) * quantum
-    noisy = mechanisms.add_laplace(k_pub, c, epsilon=jnp.maximum(eps2, 1e-30), sensitivity=1.0)
+    noisy = mechanisms.laplace_mechanism(
+        k_pub, c, epsilon=jnp.where(pub, eps2, eps), sensitivity=1.0, noise=noise
+    )  # (a null timestamp draws noise at ε that is never used)
     out = jnp.where(pub, noisy, state.last)
     recent = jnp.concatenate([state.recent[1:], spent[None]]) if w > 1 else state.recent
     state = _State(
@@ -141,13 +157,13 @@ def _phase(start: int, w: int) -> int:
     return (start - 1) % w
 
 
-@functools.partial(jax.jit, static_argnames=("method", "w", "shift"))
-def _run(key, counts, force, eps, first, phase, *, method, w, shift=False):
+@functools.partial(jax.jit, static_argnames=("method", "w", "shift", "noise"))
+def _run(key, counts, force, eps, first, phase, *, method, w, shift=False, noise="float"):
     t, d = counts.shape
     dtype = counts.dtype
-    state = _init(d, w, phase)
+    state = _init(d, w, phase, dtype)
     keys = jax.vmap(lambda k: jax.random.fold_in(key, k))(first + jnp.arange(t, dtype=jnp.uint32))
-    _, out = jax.lax.scan(lambda s, xs: _step(method, w, eps, d, s, xs, shift), state, (counts, keys, force))
+    _, out = jax.lax.scan(lambda s, xs: _step(method, w, eps, d, s, xs, shift, noise), state, (counts, keys, force))
     return WEventResult(*out)
 
 
@@ -160,7 +176,7 @@ def _check_start(start, t: int) -> int:
 
 def run(
     key: jax.Array, counts, *, method: str, w: int, epsilon: float, decisions=None, shift: bool = False,
-    start: int = 1,
+    start: int = 1, noise: str = "float",
 ) -> WEventResult:
     """Publish a count stream with w-event ε-differential privacy.
 
@@ -183,6 +199,8 @@ def run(
         schedule phase and the keys (timestamp i uses ``fold_in(key, i − 1)``, i − 1 < 2³²). The
         mechanism itself starts fresh (no earlier publication). Counters are integers, so a stream at
         timestamp 2³¹ behaves exactly as one at timestamp 1.
+      noise: ``"float"`` (default), ``"float64"`` or ``"grid"`` (exact discrete Laplace on the grid
+        2⁻⁸ for counts; a BD/BA publication whose budget is too small to sample exactly is null).
 
     Returns:
       A `WEventResult`.
@@ -191,8 +209,10 @@ def run(
     _checks.option("method", method, METHODS)
     _checks.size("w", w)
     _checks.positive_scalar("epsilon", epsilon)
+    noise = mechanisms.check_noise(noise)
     counts = check_counts(counts)
     t = counts.shape[0]
+    _check_grid(noise, method, w, float(epsilon), counts.shape[1], shift)
     if shift and (method not in ("bd", "ba") or counts.shape[1] <= 2 * w):
         raise ValueError("shift applies to 'bd'/'ba' with d > 2w (it spends ε/d instead of ε/(2w) on dissimilarity).")
     if decisions is not None and method in ("uniform", "sample"):
@@ -201,27 +221,41 @@ def run(
     if force.shape != (t,) or not np.isin(force, (-1, 0, 1)).all():
         raise ValueError(f"decisions must be {t} values in {{-1, 0, 1}}.")
     start = _check_start(start, t)
-    data = jnp.asarray(counts, _checks.float_dtype())
-    f = jnp.asarray(force, jnp.int32)
-    kw = dict(method=method, w=int(w), shift=bool(shift))
-    args = (jnp.asarray(start - 1, jnp.uint32), jnp.asarray(_phase(start, int(w)), jnp.int32))
-    if key.shape == ():
-        return _run(key, data, f, float(epsilon), *args, **kw)
-    return jax.vmap(lambda k: _run(k, data, f, float(epsilon), *args, **kw))(key)
+    with mechanisms.precision(noise):
+        data = jnp.asarray(counts, _checks.float_dtype())
+        f = jnp.asarray(force, jnp.int32)
+        kw = dict(method=method, w=int(w), shift=bool(shift), noise=mechanisms._kernel_noise(noise))
+        args = (jnp.asarray(start - 1, jnp.uint32), jnp.asarray(_phase(start, int(w)), jnp.int32))
+        if key.shape == ():
+            return _run(key, data, f, float(epsilon), *args, **kw)
+        return jax.vmap(lambda k: _run(k, data, f, float(epsilon), *args, **kw))(key)
 
 
-def _init(d, w, phase=0):
+def _check_grid(noise, method, w, eps, d, shift=False):
+    """noise="grid": refuse settings whose fixed budgets cannot be sampled exactly (checked eagerly)."""
+    if noise != "grid":
+        return
+    if method == "uniform":
+        mechanisms.check_grid_ratio(epsilon=eps / w, sensitivity=1.0)
+    elif method == "sample":
+        mechanisms.check_grid_ratio(epsilon=eps, sensitivity=1.0)
+    else:
+        e1, dis_sens, _ = _budgets(w, eps, d, shift)
+        mechanisms.check_grid_ratio(epsilon=e1, sensitivity=dis_sens)
+
+
+def _init(d, w, phase=0, dtype=None):
     """A fresh stream: o_l = 0 (public), no publication yet (ε_{l,2} one unit, as in the paper's BA)."""
     zero = jnp.zeros((), jnp.int32)
     return _State(
-        jnp.zeros((d,), _checks.float_dtype()), zero, jnp.asarray(phase, jnp.int32), jnp.ones((), jnp.int32),
+        jnp.zeros((d,), dtype or _checks.float_dtype()), zero, jnp.asarray(phase, jnp.int32), jnp.ones((), jnp.int32),
         jnp.zeros((max(w - 1, 1),), jnp.int32),
     )  # fmt: skip
 
 
-@functools.partial(jax.jit, static_argnames=("method", "w", "d"))
-def _push(state, c, key, eps, *, method, w, d):
-    return _step(method, w, eps, d, state, (c, key, jnp.asarray(-1, jnp.int32)))
+@functools.partial(jax.jit, static_argnames=("method", "w", "d", "noise"))
+def _push(state, c, key, eps, *, method, w, d, noise="float"):
+    return _step(method, w, eps, d, state, (c, key, jnp.asarray(-1, jnp.int32)), noise=noise)
 
 
 class WEventStream:
@@ -232,15 +266,19 @@ class WEventStream:
     budgets: O(d + w) memory, no raw counts kept.
     """
 
-    def __init__(self, key: jax.Array, *, d: int, method: str, w: int, epsilon: float, start: int = 1):
+    def __init__(self, key: jax.Array, *, d: int, method: str, w: int, epsilon: float, start: int = 1,
+                 noise: str = "float"):
         _checks.key(key)
         _checks.option("method", method, METHODS)
         self.d, self.w = _checks.size("d", d), _checks.size("w", w)
         _checks.positive_scalar("epsilon", epsilon)
+        self.noise = mechanisms.check_noise(noise)
+        _check_grid(self.noise, method, self.w, float(epsilon), self.d)
         self.key, self.method, self.eps = key, method, float(epsilon)
-        self.dtype = _checks.float_dtype()
+        with mechanisms.precision(self.noise):
+            self.dtype = _checks.float_dtype()
         self.start = _check_start(start, 1)
-        self.state = _init(self.d, self.w, _phase(self.start, self.w))
+        self.state = _init(self.d, self.w, _phase(self.start, self.w), self.dtype)
         self.i = self.start - 1  # the last timestamp pushed (a Python int: exact)
 
     def push(self, counts) -> tuple[np.ndarray, dict]:
@@ -252,9 +290,11 @@ class WEventStream:
             raise ValueError("timestamp 2**32 reached: keys are indexed by uint32; start a new stream with a new key.")
         self.i += 1
         key = jax.random.fold_in(self.key, jnp.asarray(self.i - 1, jnp.uint32))
-        self.state, (o, e1, e2, pub, nul) = _push(
-            self.state, jnp.asarray(c, self.dtype), key, self.eps, method=self.method, w=self.w, d=self.d,
-        )  # fmt: skip
+        with mechanisms.precision(self.noise):
+            self.state, (o, e1, e2, pub, nul) = _push(
+                self.state, jnp.asarray(c, self.dtype), key, self.eps, method=self.method, w=self.w, d=self.d,
+                noise=mechanisms._kernel_noise(self.noise),
+            )  # fmt: skip
         return np.asarray(o), {"eps1": float(e1), "eps2": float(e2), "published": bool(pub), "nullified": bool(nul)}
 
 
@@ -280,8 +320,8 @@ def _group_sizes(d, g):
     return np.asarray([d // g + (j < d % g) for j in range(g)], np.int64)
 
 
-@functools.partial(jax.jit, static_argnames=("method", "w", "g", "regroup_every"))
-def _run_partitioned(key, counts, eps, *, method, w, g, regroup_every):
+@functools.partial(jax.jit, static_argnames=("method", "w", "g", "regroup_every", "noise"))
+def _run_partitioned(key, counts, eps, *, method, w, g, regroup_every, noise="float"):
     t, d = counts.shape
     dtype = counts.dtype
     sizes = _group_sizes(d, g)
@@ -298,7 +338,7 @@ def _run_partitioned(key, counts, eps, *, method, w, g, regroup_every):
         c, k = xs
         k_dis, k_pub = jax.random.split(k)
         mae_g = jax.ops.segment_sum(jnp.abs(c - last), grp, num_segments=g) / sizes_j
-        dis = mechanisms.add_laplace(k_dis, mae_g, epsilon=e1, sensitivity=1.0 / sizes_j)  # MAE of d_g columns: 1/d_g
+        dis = mechanisms.laplace_mechanism(k_dis, mae_g, epsilon=e1, sensitivity=1.0 / sizes_j, noise=noise)  # 1/d_g
         room = quanta - jnp.sum(recent, dtype=jnp.int32)  # joint ledger: Σ over the window of the max over groups
         since = jnp.minimum(since + 1, _SINCE_CAP)
         if method == "bd":
@@ -310,9 +350,10 @@ def _run_partitioned(key, counts, eps, *, method, w, g, regroup_every):
             nullified = since <= to_nullify
             spend = jnp.minimum(jnp.minimum(since - to_nullify, w), room)
             pub = (dis > 1.0 / jnp.maximum(spend.astype(dtype) * quantum, 1e-30)) & ~nullified & (spend > 0)
+        pub = pub & (spend.astype(dtype) * quantum >= _min_publication_budget(noise))
         spent = jnp.where(pub, spend, 0).astype(jnp.int32)
         eps2 = spent.astype(dtype) * quantum
-        noisy = mechanisms.add_laplace(k_pub, c, epsilon=jnp.maximum(eps2, 1e-30)[grp], sensitivity=1.0)
+        noisy = mechanisms.laplace_mechanism(k_pub, c, epsilon=jnp.where(pub, eps2, eps)[grp], sensitivity=1.0, noise=noise)
         out = jnp.where(pub[grp], noisy, last)
         top = jnp.max(spent)
         recent = jnp.concatenate([recent[1:], top[None]]) if w > 1 else recent
@@ -340,7 +381,7 @@ def _run_partitioned(key, counts, eps, *, method, w, g, regroup_every):
 
 
 def run_partitioned(key: jax.Array, counts, *, method: str, w: int, epsilon: float, groups: int,
-                    regroup_every: int | None = None) -> PartitionedResult:
+                    regroup_every: int | None = None, noise: str = "float") -> PartitionedResult:
     """BD or BA with column partitioning (the paper's Sec. 4.5), with a **joint** budget ledger.
 
     Columns are split into `groups` public groups of fixed sizes (contiguous at the start; with
@@ -359,6 +400,7 @@ def run_partitioned(key: jax.Array, counts, *, method: str, w: int, epsilon: flo
     Args:
       key: typed PRNG key (a key array ``[R]`` runs repetitions). counts: ``[T, d]``. method: ``"bd"`` or
       ``"ba"``. w, epsilon: as in `run`. groups: number of groups G (1 ≤ G ≤ d). regroup_every: P or None.
+      noise: as in `run`.
 
     Returns:
       `PartitionedResult`.
@@ -372,11 +414,15 @@ def run_partitioned(key: jax.Array, counts, *, method: str, w: int, epsilon: flo
     if g > counts.shape[1]:
         raise ValueError(f"groups = {g} exceeds the number of columns d = {counts.shape[1]}.")
     p = None if regroup_every is None else _checks.size("regroup_every", regroup_every)
-    data = jnp.asarray(counts, _checks.float_dtype())
-    kw = dict(method=method, w=int(w), g=g, regroup_every=p)
-    if key.shape == ():
-        return _run_partitioned(key, data, float(epsilon), **kw)
-    return jax.vmap(lambda k: _run_partitioned(k, data, float(epsilon), **kw))(key)
+    noise = mechanisms.check_noise(noise)
+    if noise == "grid":
+        mechanisms.check_grid_ratio(epsilon=float(epsilon) / (2 * w), sensitivity=1.0 / max(_group_sizes(counts.shape[1], g)))
+    with mechanisms.precision(noise):
+        data = jnp.asarray(counts, _checks.float_dtype())
+        kw = dict(method=method, w=int(w), g=g, regroup_every=p, noise=mechanisms._kernel_noise(noise))
+        if key.shape == ():
+            return _run_partitioned(key, data, float(epsilon), **kw)
+        return jax.vmap(lambda k: _run_partitioned(k, data, float(epsilon), **kw))(key)
 
 
 def check_counts(counts) -> np.ndarray:

@@ -223,3 +223,26 @@ def test_streams_started_late_keep_the_schedule_and_the_window(key, start, metho
 def test_start_beyond_the_key_index_is_refused(key):
     with pytest.raises(ValueError, match="2\\*\\*32"):
         wevent.run(key, np.ones((10, 2)), method="bd", w=3, epsilon=1.0, start=2**32 - 5)
+
+
+@pytest.mark.parametrize("method", wevent.METHODS)
+def test_exact_noise_keeps_the_window_lands_on_the_grid_and_matches_float_accuracy(key, method):
+    counts = wevent.synthetic_counts(4, timestamps=60, columns=8)
+    keys = jax.random.split(key, 12)
+    grid = wevent.run(keys, counts, method=method, w=4, epsilon=1.0, noise="grid")
+    flt = wevent.run(keys, counts, method=method, w=4, epsilon=1.0)
+    assert np.all(wevent.window_sums(grid.eps1, grid.eps2, 4) <= 1.0 + 1e-6)
+    rel = np.asarray(grid.releases)
+    np.testing.assert_array_equal(rel * 256, np.round(rel * 256))  # integer counts + exact noise on 2^-8
+    ratio = wevent.mae(rel, counts).mean() / wevent.mae(flt.releases, counts).mean()
+    assert 0.6 < ratio < 1.6  # same calibration (12 repetitions)
+    stream = wevent.WEventStream(keys[0], d=8, method=method, w=4, epsilon=1.0, noise="grid")
+    pushed = np.stack([stream.push(c)[0] for c in counts[:5]])
+    np.testing.assert_array_equal(pushed, rel[0, :5])
+
+
+def test_exact_noise_refuses_budgets_it_cannot_sample(key):
+    with pytest.raises(ValueError, match="2\\*\\*29"):
+        wevent.run(key, np.ones((5, 2)), method="uniform", w=10, epsilon=1e-7, noise="grid")
+    with pytest.raises(ValueError, match="noise must be one of"):
+        wevent.run(key, np.ones((5, 2)), method="bd", w=3, epsilon=1.0, noise="exact")
