@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdp import _checks
+from jaxdp import _checks, mechanisms
 from jaxdp.config import HVCConfig
 from jaxdp.stream import Result, _prepare
 
@@ -26,7 +26,8 @@ def pln(key: jax.Array, records, config: HVCConfig, *, ids=None) -> Result:
 
     Privacy:
       A record's L1 sensitivity is ``ΣΛ`` (Corollary 1's GS(I_r)); with scale ``ΣΛ/ε_f`` each frame
-      is ε_f-DP, at the same per-frame budget ε_f = ε·r/l as `anonymize`. Records are clamped into
+      is ε_f-DP, at the same per-frame budget ε_f = ε·r/l as `anonymize`. ``config.noise`` selects the
+      sampler (``"grid"``: exact discrete Laplace on a grid of ΣΛ/256). Records are clamped into
       the domain first; the noisy output is not clipped (the paper's PLN).
 
     Args:
@@ -38,13 +39,23 @@ def pln(key: jax.Array, records, config: HVCConfig, *, ids=None) -> Result:
     records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, ids)
     x = records[index].astype(np.float64)
     x = np.clip(np.where(np.isnan(x), 0.5 * (lo + hi), x), lo, hi)
-    scale = (np.sum(hi - lo) / eps_frames[frame])[:, None]
-    dtype = jnp.zeros(()).dtype
-    shape = (*key.shape, *x.shape)
-    noise = jax.random.laplace(key, x.shape, dtype) if key.shape == () else jax.vmap(
-        lambda k: jax.random.laplace(k, x.shape, dtype)
-    )(key)
-    out = np.asarray(jnp.asarray(x, dtype) + jnp.asarray(scale, dtype) * noise).reshape(shape)
+    sens = float(np.sum(hi - lo))  # a record's L1 sensitivity ΣΛ (Corollary 1)
+    noise = mechanisms.check_noise(config.noise)
+    if noise == "grid" and eps_frames.size:
+        mechanisms.check_grid_ratio(epsilon=eps_frames.min(), sensitivity=sens)
+    kernel = mechanisms._kernel_noise(noise)
+    with mechanisms.precision(noise):
+        dtype = jnp.zeros(()).dtype
+        shape = (*key.shape, *x.shape)
+        eps = jnp.asarray(eps_frames[frame][:, None], dtype)  # the frame budget of each record
+
+        def release(k, v):
+            return mechanisms.laplace_mechanism(k, v, epsilon=eps, sensitivity=sens, noise=kernel)
+
+        xj = jnp.asarray(x, dtype)
+        release = jax.jit(release)
+        out = release(key, xj) if key.shape == () else jax.vmap(release, in_axes=(0, None))(key, xj)
+        out = np.asarray(out).reshape(shape)
     return Result(
         records=out, index=index, delay=np.zeros_like(index), footrule=np.zeros_like(index),
         superseded=planner.superseded, dropped=planner.dropped, epsilon_spent=eps_frames, frame=frame,

@@ -31,7 +31,7 @@ import scipy.optimize
 import scipy.sparse
 import scipy.sparse.csgraph
 
-from jaxdp import _checks
+from jaxdp import _checks, mechanisms
 
 __all__ = [
     "fprime_linear", "value_counts", "check_fprime", "valid_one_size", "valid_two_size", "assignment_exists",
@@ -603,9 +603,8 @@ def simulate_inference(key: jax.Array, x: float, y: float, *, epsilon: float, tr
     _checks.key(key)
     _checks.positive_scalar("epsilon", epsilon)
     k1, k2 = jax.random.split(key)
-    b = 1.0 / epsilon
-    nx = np.asarray(jax.random.laplace(k1, (trials,), jnp.float32), np.float64) * b
-    ny = np.asarray(jax.random.laplace(k2, (trials,), jnp.float32), np.float64) * b
+    nx = np.asarray(mechanisms.laplace_noise(k1, (trials,), epsilon=epsilon, sensitivity=1.0, dtype=jnp.float32), np.float64)
+    ny = np.asarray(mechanisms.laplace_noise(k2, (trials,), epsilon=epsilon, sensitivity=1.0, dtype=jnp.float32), np.float64)
     return (y + ny) / (x + nx)
 
 

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdp import __version__, backend, codec, datasets, keys, quantize
+from jaxdp import __version__, backend, codec, datasets, keys, mechanisms, quantize
 from jaxdp.diagnostics import NOT_PRIVATE_NOTE
 from jaxdp.privacy import release_is_private
 from jaxdp.stream import BudgetExhaustedWarning
@@ -49,8 +49,8 @@ def _pln(key, data, widths, epsilon):
     uses it because it is the stronger per-record baseline at the same ε.
     """
     g23 = widths ** (2.0 / 3.0)
-    scales = widths ** (1.0 / 3.0) * g23.sum() / epsilon  # Σ_k Λ_k / b_k = ε
-    return data + np.asarray(scales * jax.random.laplace(key, data.shape, jnp.float32))
+    eps_k = epsilon * g23 / g23.sum()  # Theorem 1 with n = 1: attribute k gets ε·Λ_k^(2/3)/ΣΛ^(2/3)
+    return data + np.asarray(mechanisms.laplace_noise(key, data.shape, epsilon=eps_k, sensitivity=widths, dtype=jnp.float32))
 
 
 def demo(args: argparse.Namespace) -> int:
@@ -421,8 +421,9 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--no-prune", action="store_true", help="keep hopeless (t, σ) candidates")
     a.add_argument("--no-clip", action="store_true", help="do not clip released records to the domain")
     a.add_argument("--paper", action="store_true", help="paper-faithful preset (θ=1, Theorem 1, no pruning)")
-    a.add_argument("--noise", default=None, choices=["float32", "float64", "grid"],
-                   help="noise sampler: float32 (default), float64, or grid (float-safe discrete Laplace)")
+    a.add_argument("--noise", default=None, choices=["float", "float32", "float64", "grid"],
+                   help="samplers: float (default, fast float32), float64, or grid (exact discrete Laplace and an exact "
+                        "exponential mechanism: pure DP under finite arithmetic, slower)")
     a.add_argument("--ids-column", default=None, help="column holding subject ids (updates keep the latest tuple)")
     a.add_argument("--report", default=None, help="write a JSON report here")
     a.add_argument("--seed", default=None,

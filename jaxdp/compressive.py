@@ -46,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from jaxdp import _checks, transforms
+from jaxdp import _checks, mechanisms, transforms
 
 __all__ = [
     "CompressiveConfig", "CompressiveResult", "basis_matrix", "min_c5", "max_sparsity", "sparsity_scores", "measurements", "projection",
@@ -171,13 +171,13 @@ def max_sparsity(n: int, c_k: float) -> int:
     return best
 
 
-@functools.partial(jax.jit, static_argnums=(7,))
-def _select_s(key, x, eps_sel, eps_noise, c2, c4, c5, s_max):
+@functools.partial(jax.jit, static_argnums=(7,), static_argnames=("noise",))
+def _select_s(key, x, eps_sel, eps_noise, c2, c4, c5, s_max, noise="float"):
     u = sparsity_scores(x, epsilon_noise=eps_noise, c2=c2, c4=c4)
     s = jnp.arange(1, x.shape[-1] + 1).astype(x.dtype)
-    normalized = u / (c5 / jnp.sqrt(s))  # each normalized score has sensitivity ≤ 1
-    logits = jnp.where(jnp.arange(1, x.shape[-1] + 1) <= s_max, -eps_sel * normalized / 2.0, -jnp.inf)
-    return jax.random.categorical(key, logits) + 1
+    normalized = u / (c5 / jnp.sqrt(s))  # each normalized score has sensitivity ≤ 1; lower is better
+    scores = jnp.where(jnp.arange(1, x.shape[-1] + 1) <= s_max, -normalized, -jnp.inf)
+    return mechanisms.exponential_mechanism(key, scores, epsilon=eps_sel, sensitivity=1.0, noise=noise) + 1
 
 
 def measurements(n: int, s: int, c_k: float) -> int:
@@ -316,7 +316,7 @@ class CompressiveResult(NamedTuple):
 
 
 def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig = CompressiveConfig(),
-                sparsity: int | None = None, k: int | None = None) -> CompressiveResult:
+                sparsity: int | None = None, k: int | None = None, noise: str = "float") -> CompressiveResult:
     """The compressive mechanism (the paper's Algorithm 1).
 
     Privacy:
@@ -333,16 +333,24 @@ def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig 
       config: `CompressiveConfig`.
       sparsity: a public S (skips the private choice), 1 ≤ S ≤ n.
       k: a public number of samples (default ⌈c_k·S·log(n/S)⌉).
+      noise: ``"float"`` (default), ``"float64"`` or ``"grid"`` (exact samplers; `jaxdp.mechanisms.NOISES`).
 
     Returns:
       `CompressiveResult` (S and k are releasable: derived from private outputs).
     """
     _checks.key(key)
     _checks.positive_scalar("epsilon", epsilon)
+    noise = mechanisms.check_noise(noise)
+    with mechanisms.precision(noise):
+        return _compressive_public(key, d, epsilon, config, sparsity, k, noise)
+
+
+def _compressive_public(key, d, epsilon, config, sparsity, k, noise):
     v = _check_vector(d)
     n = v.size
     dtype = _checks.float_dtype()
     c5 = _check_config(config, n)
+    kn = mechanisms._kernel_noise(noise)
     k_phi, k_sel, k_noise = jax.random.split(key, 3)
     psi_x, psi_t = _psi_ops(config.basis, n, dtype)
     dj = jnp.asarray(v, dtype)
@@ -351,7 +359,7 @@ def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig 
         eps_noise = epsilon - eps_sel
         x = psi_t(dj)
         s = int(_select_s(k_sel, x, eps_sel, eps_noise / config.l1_sensitivity, config.c2, config.c4,
-                          c5 * config.l1_sensitivity, max_sparsity(n, config.c_k)))
+                          c5 * config.l1_sensitivity, max_sparsity(n, config.c_k), noise=kn))
     else:
         s = _checks.size("sparsity", sparsity)
         if s > n:
@@ -360,8 +368,10 @@ def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig 
     k = measurements(n, s, config.c_k) if k is None else _checks.size("k", k)
     if k > n:
         raise ValueError(f"k = {k} samples exceed n = {n}: the projection would not compress; choose k <= n.")
+    if noise == "grid":
+        mechanisms.check_grid_ratio(epsilon=eps_noise / config.l1_sensitivity, sensitivity=math.sqrt(k))
     out = _compressive_jit(k_phi, k_noise, dj, s, jnp.asarray(eps_noise / config.l1_sensitivity, dtype),
-                           k, _basis_key(config.basis), config.iterations, config.refit)
+                           k, _basis_key(config.basis), config.iterations, config.refit, kn)
     return CompressiveResult(out, s, k)
 
 
@@ -381,25 +391,35 @@ class _HashableMatrix:
         return isinstance(other, _HashableMatrix) and np.array_equal(self.m, other.m)
 
 
-@functools.partial(jax.jit, static_argnums=(3, 5, 6, 7, 8))
-def _compressive_jit(k_phi, k_noise, d, s, eps_noise, k, basis, iterations, refit):
+@functools.partial(jax.jit, static_argnums=(3, 5, 6, 7, 8, 9))
+def _compressive_jit(k_phi, k_noise, d, s, eps_noise, k, basis, iterations, refit, noise="float"):
     n = d.shape[0]
     basis = basis.m if isinstance(basis, _HashableMatrix) else basis
     phi = projection(k_phi, k, n, d.dtype)
     y = phi @ d
-    scale = jnp.sqrt(jnp.asarray(k, d.dtype)) / eps_noise
-    y_star = y + scale * jax.random.laplace(k_noise, (k,), d.dtype)
+    # the k samples move by at most √k (× Δ, folded into eps_noise) in L1: Appendix A
+    y_star = mechanisms.laplace_mechanism(k_noise, y, epsilon=eps_noise, sensitivity=math.sqrt(k), noise=noise)
     psi_x, psi_t = _psi_ops(basis, n, d.dtype)
     return _recover(phi, y_star, s, psi_x, psi_t, iterations, refit)
 
 
-def laplace_identity(key: jax.Array, d, *, epsilon: float, l1_sensitivity: float = 1.0) -> Float[Array, " n"]:
-    """The baseline: ``D + Lap(Δ/ε)^n`` (ε-DP for neighbours at L1 distance ≤ Δ)."""
+def laplace_identity(key: jax.Array, d, *, epsilon: float, l1_sensitivity: float = 1.0,
+                     noise: str = "float") -> Float[Array, " n"]:
+    """The baseline: ``D + Lap(Δ/ε)^n`` (ε-DP for neighbours at L1 distance ≤ Δ). `noise` as in `compressive`."""
     _checks.key(key)
     _checks.positive_scalar("epsilon", epsilon)
     _checks.positive_scalar("l1_sensitivity", l1_sensitivity)
-    v = jnp.asarray(_check_vector(d), _checks.float_dtype())
-    return v + jax.random.laplace(key, v.shape, v.dtype) * (l1_sensitivity / epsilon)
+    noise = mechanisms.check_noise(noise)
+    if noise == "grid":
+        mechanisms.check_grid_ratio(epsilon=epsilon, sensitivity=l1_sensitivity)
+    with mechanisms.precision(noise):
+        v = jnp.asarray(_check_vector(d), _checks.float_dtype())
+        return _laplace_identity_jit(key, v, float(epsilon), float(l1_sensitivity), mechanisms._kernel_noise(noise))
+
+
+@functools.partial(jax.jit, static_argnums=(4,))
+def _laplace_identity_jit(key, v, epsilon, sensitivity, noise):
+    return mechanisms.laplace_mechanism(key, v, epsilon=epsilon, sensitivity=sensitivity, noise=noise)
 
 
 # --------------------------------------------------------------------------------------- continual counting
@@ -408,7 +428,7 @@ def _tree_levels(t_max: int) -> int:
 
 
 def tree_counter(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: float = 1.0,
-                 horizon: int | None = None) -> Float[Array, "T *k"]:
+                 horizon: int | None = None, noise: str = "float") -> Float[Array, "T *k"]:
     """Dwork et al.'s binary-tree continual counter (the paper's Appendix E).
 
     Time is cut into dyadic segments at L + 1 levels (L = ⌈log₂ horizon⌉). Each segment has a register
@@ -425,6 +445,8 @@ def tree_counter(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: floa
       key: typed PRNG key. stream: inputs ``[T]`` or vectors ``[T, k]`` (k counters sharing the tree;
         `l1_sensitivity` bounds the L1 change of *all* of one time's inputs together). epsilon: ε > 0.
       horizon: the public maximum length (default T).
+      noise: ``"float"`` or ``"float64"``. ``"grid"`` is refused: registers accumulate float inputs,
+        which an exact grid release would need in integers (not implemented).
 
     Returns:
       Noisy prefix sums of shape ``[T]`` or ``[T, k]``.
@@ -432,6 +454,20 @@ def tree_counter(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: floa
     _checks.key(key)
     _checks.positive_scalar("epsilon", epsilon)
     _checks.positive_scalar("l1_sensitivity", l1_sensitivity)
+    noise = _tree_noise(noise)
+    with mechanisms.precision(noise):
+        return _tree_counter(key, stream, epsilon, l1_sensitivity, horizon)
+
+
+def _tree_noise(noise):
+    noise = mechanisms.check_noise(noise)
+    if noise == "grid":
+        raise ValueError('the tree counter has no exact (noise="grid") version: its registers sum float inputs; '
+                         'use noise="float" or "float64".')
+    return noise
+
+
+def _tree_counter(key, stream, epsilon, l1_sensitivity, horizon):
     x = np.asarray(stream, dtype=np.float64)
     if x.ndim not in (1, 2) or x.shape[0] == 0:
         raise ValueError(f"stream must have shape [T] or [T, k] with T >= 1, got {x.shape}.")
@@ -441,20 +477,24 @@ def tree_counter(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: floa
     if horizon < x.shape[0]:
         raise ValueError(f"horizon {horizon} is shorter than the stream ({x.shape[0]}).")
     xs = jnp.asarray(x if x.ndim == 2 else x[:, None], _checks.float_dtype())
-    scale = (_tree_levels(horizon) + 1) * l1_sensitivity / epsilon
     keys = jax.random.split(key, horizon)[: x.shape[0]]
-    out = _tree_jit(keys, xs, jnp.asarray(scale, xs.dtype), _tree_levels(horizon))
+    out = _tree_jit(keys, xs, _register_budget(epsilon, l1_sensitivity, horizon, xs.dtype), _tree_levels(horizon))
     return out if x.ndim == 2 else out[:, 0]
 
 
-def _tree_step(levels, scale, carry, inp):
+def _register_budget(epsilon, sensitivity, horizon, dtype):
+    """(ε per register, Δ): every input enters L + 1 registers, so each register gets ε/(L + 1)."""
+    return jnp.asarray([epsilon / (_tree_levels(horizon) + 1), sensitivity], dtype)
+
+
+def _tree_step(levels, budget, carry, inp):
     """One time step. Registers ``[L+1, k]``: level i holds the open segment of length 2^i (initialised
     with noise when it opens); closed ones are frozen in `closed` until the output no longer needs them."""
     regs, closed = carry
     t, x, kt = inp  # t is 1-based
     lv = jnp.arange(levels + 1)
     opening = ((t - 1) % (2**lv)) == 0  # the segment of level i starts at t
-    fresh = jax.random.laplace(kt, regs.shape, regs.dtype) * scale
+    fresh = mechanisms.laplace_noise(kt, regs.shape, epsilon=budget[0], sensitivity=budget[1], dtype=regs.dtype)
     regs = jnp.where(opening[:, None], fresh, regs) + x[None, :]
     ending = (t % (2**lv)) == 0  # the segment of level i ends at t: freeze it
     closed = jnp.where(ending[:, None], regs, closed)
@@ -463,10 +503,10 @@ def _tree_step(levels, scale, carry, inp):
     return (regs, closed), out
 
 
-def _tree_scan(keys, xs, scale, levels):
+def _tree_scan(keys, xs, budget, levels):
     t_len, k = xs.shape
     init = (jnp.zeros((levels + 1, k), xs.dtype), jnp.zeros((levels + 1, k), xs.dtype))
-    _, out = jax.lax.scan(functools.partial(_tree_step, levels, scale), init, (jnp.arange(1, t_len + 1), xs, keys))
+    _, out = jax.lax.scan(functools.partial(_tree_step, levels, budget), init, (jnp.arange(1, t_len + 1), xs, keys))
     return out
 
 
@@ -481,19 +521,22 @@ class TreeCounter:
     sums (the counter is not pan-private, see `tree_counter`).
 
     Args: key: typed PRNG key. epsilon: ε > 0. horizon: the public maximum number of pushes. k: width of
-    each input. l1_sensitivity: bound on the L1 change of one input.
+    each input. l1_sensitivity: bound on the L1 change of one input. noise: ``"float"`` or ``"float64"``.
     """
 
-    def __init__(self, key: jax.Array, *, epsilon: float, horizon: int, k: int = 1, l1_sensitivity: float = 1.0):
+    def __init__(self, key: jax.Array, *, epsilon: float, horizon: int, k: int = 1, l1_sensitivity: float = 1.0,
+                 noise: str = "float"):
         _checks.key(key)
+        self._noise = _tree_noise(noise)
         _checks.positive_scalar("epsilon", epsilon)
         _checks.positive_scalar("l1_sensitivity", l1_sensitivity)
         self._horizon = _checks.size("horizon", horizon)
         self._k = _checks.size("k", k)
         self._levels = _tree_levels(self._horizon)
-        dtype = _checks.float_dtype()
+        with mechanisms.precision(self._noise):
+            dtype = _checks.float_dtype()
         self._keys = jax.random.split(key, self._horizon)
-        self._scale = jnp.asarray((self._levels + 1) * l1_sensitivity / epsilon, dtype)
+        self._scale = _register_budget(epsilon, l1_sensitivity, self._horizon, dtype)
         zeros = jnp.zeros((self._levels + 1, self._k), dtype)
         self._carry = (zeros, zeros)
         self._t = 0
@@ -509,20 +552,22 @@ class TreeCounter:
         v = np.asarray(x, np.float64).reshape(-1)
         if v.size != self._k or not np.all(np.isfinite(v)):
             raise ValueError(f"push takes {self._k} finite value(s), got {np.asarray(x).shape}.")
-        self._carry, out = _tree_push(self._levels, self._scale, self._carry,
-                                      (jnp.asarray(self._t + 1), jnp.asarray(v, self._scale.dtype), self._keys[self._t]))
+        with mechanisms.precision(self._noise):
+            self._carry, out = _tree_push(self._levels, self._scale, self._carry,
+                                          (jnp.asarray(self._t + 1), jnp.asarray(v, self._scale.dtype), self._keys[self._t]))
         self._t += 1
         return out if self._k > 1 else out[0]
 
 
-def continual_identity(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: float = 1.0) -> Float[Array, " T"]:
+def continual_identity(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: float = 1.0,
+                       noise: str = "float") -> Float[Array, " T"]:
     """The baseline of the paper's Section 6.3: D*_t[i] = Σ*_i − Σ*_{i−1} from one tree counter (ε-DP)."""
-    sums = tree_counter(key, stream, epsilon=epsilon, l1_sensitivity=l1_sensitivity)
+    sums = tree_counter(key, stream, epsilon=epsilon, l1_sensitivity=l1_sensitivity, noise=noise)
     return jnp.diff(sums, prepend=jnp.zeros((1,), sums.dtype))
 
 
 def cmco(key: jax.Array, stream, *, epsilon: float, k: int, sparsity: int, times, basis="haar",
-         l1_sensitivity: float = 1.0, iterations: int = 100, refit: int = 30) -> list[jax.Array]:
+         l1_sensitivity: float = 1.0, iterations: int = 100, refit: int = 30, noise: str = "float") -> list[jax.Array]:
     """CMCO (the paper's Algorithm 2) with jointly calibrated counters.
 
     At each t a public column Φ_t ∈ {±1/√k}^k (from `key`) turns D[t] into u_t = Φ_t·D[t]; k tree counters
@@ -537,6 +582,7 @@ def cmco(key: jax.Array, stream, *, epsilon: float, k: int, sparsity: int, times
       key: typed PRNG key, or a key array ``[R]`` for R repetitions as one vmapped program. stream: D ``[T]``.
       epsilon: ε > 0. k: number of counters (public). sparsity: S used by the recovery (public).
       times: the 1-based times t at which to reconstruct.
+      noise: ``"float"`` or ``"float64"`` (as `tree_counter`).
 
     Returns:
       A list of D*_t arrays, shape ``[t]`` each (``[R, t]`` with a key array), in the order of `times`.
@@ -544,6 +590,12 @@ def cmco(key: jax.Array, stream, *, epsilon: float, k: int, sparsity: int, times
     _checks.key(key)
     _checks.positive_scalar("epsilon", epsilon)
     _checks.positive_scalar("l1_sensitivity", l1_sensitivity)
+    noise = _tree_noise(noise)
+    with mechanisms.precision(noise):
+        return _cmco(key, stream, epsilon, k, sparsity, times, basis, l1_sensitivity, iterations, refit)
+
+
+def _cmco(key, stream, epsilon, k, sparsity, times, basis, l1_sensitivity, iterations, refit):
     v = _check_vector(stream, "stream")
     big_t = v.size
     k = _checks.size("k", k)
@@ -554,9 +606,9 @@ def cmco(key: jax.Array, stream, *, epsilon: float, k: int, sparsity: int, times
     if isinstance(basis, str):
         for t in times:
             _psi_ops(basis, t, np.float32)  # validates (Haar needs powers of two)
-    scale = (_tree_levels(big_t) + 1) * math.sqrt(k) * l1_sensitivity / epsilon
+    scale = _register_budget(epsilon, math.sqrt(k) * l1_sensitivity, big_t, np.float32)  # joint L1 sensitivity √k·Δ
     dj = jnp.asarray(v, _checks.float_dtype())
-    args = (jnp.asarray(scale, dj.dtype), k, times, _basis_key(basis), sparsity, iterations, refit)
+    args = (jnp.asarray(scale, dj.dtype), k, times, _basis_key(basis), sparsity, iterations, refit)  # (ε_reg, Δ)
     if key.shape == ():
         return list(_cmco_jit(key, dj, *args))
     return list(jax.vmap(lambda kk: _cmco_jit(kk, dj, *args))(key))
@@ -577,18 +629,26 @@ def _cmco_jit(key, v, scale, k, times, basis, sparsity, iterations, refit):
     return tuple(out)
 
 
-def compressive_many(keys: jax.Array, d, *, epsilon: float, config: CompressiveConfig = CompressiveConfig()
-                     ) -> CompressiveResult:
+def compressive_many(keys: jax.Array, d, *, epsilon: float, config: CompressiveConfig = CompressiveConfig(),
+                     noise: str = "float") -> CompressiveResult:
     """R independent runs of `compressive` (key array ``[R]``) as few vmapped programs: S is drawn for all
     keys at once, then the runs are grouped by S (hence k) and each group is one vmapped call.
 
     Returns a `CompressiveResult` with ``release [R, n]``, ``sparsity [R]`` and ``k [R]`` (NumPy ints).
     Same distribution as R calls of `compressive` (not the same draws: keys are split differently).
+    `noise` as in `compressive`.
     """
     _checks.key(keys)
     if keys.ndim != 1:
         raise ValueError(f"keys must be a 1-D key array [R], got shape {keys.shape}.")
     _checks.positive_scalar("epsilon", epsilon)
+    noise = mechanisms.check_noise(noise)
+    with mechanisms.precision(noise):
+        return _compressive_many(keys, d, epsilon, config, noise)
+
+
+def _compressive_many(keys, d, epsilon, config, noise):
+    kn = mechanisms._kernel_noise(noise)
     v = _check_vector(d)
     n = v.size
     dtype = _checks.float_dtype()
@@ -600,14 +660,17 @@ def compressive_many(keys: jax.Array, d, *, epsilon: float, config: CompressiveC
     split = jax.vmap(lambda kk: jax.random.split(kk, 3))(keys)
     x = psi_t(dj)
     s_all = np.asarray(jax.vmap(lambda kk: _select_s(kk, x, eps_sel, eps_noise, config.c2, config.c4,
-                                                     c5 * config.l1_sensitivity, max_sparsity(n, config.c_k)))(split[:, 1]))
+                                                     c5 * config.l1_sensitivity, max_sparsity(n, config.c_k),
+                                                     noise=kn))(split[:, 1]))
     out = np.zeros((keys.shape[0], n), dtype)
     ks = np.zeros(keys.shape[0], np.int64)
     for s_ in np.unique(s_all):
         idx = np.flatnonzero(s_all == s_)
         k = measurements(n, int(s_), config.c_k)
+        if noise == "grid":
+            mechanisms.check_grid_ratio(epsilon=eps_noise, sensitivity=math.sqrt(k))
         run = jax.vmap(lambda a, b: _compressive_jit(a, b, dj, int(s_), jnp.asarray(eps_noise, dtype), k,
-                                                     _basis_key(config.basis), config.iterations, config.refit))
+                                                     _basis_key(config.basis), config.iterations, config.refit, kn))
         out[idx] = np.asarray(run(split[idx, 0], split[idx, 2]))
         ks[idx] = k
     return CompressiveResult(out, s_all.astype(np.int64), ks)

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from jaxdp import _checks, orders, predict
+from jaxdp import _checks, mechanisms, orders, predict
 
 __all__ = ["HVCConfig"]
 
@@ -50,10 +50,12 @@ class HVCConfig:
       prune: drop (t, σ) candidates whose Laplace error alone exceeds the largest possible
         removal error ``Σ max(hi - x̂, x̂ - lo)²`` (public values only) before selection.
       clip_output: clip released blocks to the domain (post-processing).
-      noise: ``"float32"`` (textbook float Laplace, default dtype), ``"float64"`` (the whole codec in
-        float64: finer noise, tails to ≈ 36 scales), or ``"grid"`` (float-safe: coefficients snapped
-        to a power-of-two grid plus discrete Laplace noise, DESIGN note 5; see
-        `jaxdp.mechanisms.grid_laplace`).
+      noise: the samplers (`jaxdp.mechanisms.NOISES`): ``"float"`` (default; textbook float Laplace
+        and a two-stage float exponential mechanism in the default dtype: fast, with the float
+        caveats of the README's privacy section; ``"float32"`` is accepted as an alias), ``"float64"``
+        (the whole codec in float64), or ``"grid"`` (exact: coefficients snapped to a power-of-two grid
+        plus exact discrete Laplace noise, and an exact exponential mechanism on integer scores;
+        pure ε-DP under finite arithmetic; see `jaxdp.exact`).
     """
 
     block_size: int
@@ -74,7 +76,7 @@ class HVCConfig:
     modes: tuple[str, ...] = predict.DEFAULT_MODES
     prune: bool = True
     clip_output: bool = True
-    noise: str = "float32"
+    noise: str = "float"
 
     def __post_init__(self):
         _checks.size("block_size", self.block_size)
@@ -106,7 +108,7 @@ class HVCConfig:
         _checks.option("accounting", self.accounting, _checks.ACCOUNTINGS)
         _checks.option("reorder", self.reorder, _REORDERS)
         _checks.option("reorder_strategy", self.reorder_strategy, _STRATEGIES)
-        _checks.option("noise", self.noise, ("float32", "float64", "grid"))
+        object.__setattr__(self, "noise", mechanisms.check_noise(self.noise))
         if isinstance(self.reorder_cost, bool) or not isinstance(self.reorder_cost, (int, np.integer)):
             raise TypeError(f"reorder_cost must be an int, got {self.reorder_cost!r}.")
         if self.reorder == "none" and self.reorder_cost != 0:

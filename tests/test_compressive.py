@@ -264,3 +264,25 @@ def test_sensitivity_and_constants_must_be_positive(key):
         C.tree_counter(key, d, epsilon=1.0, l1_sensitivity=0.0)
     with pytest.raises(ValueError, match="l1_sensitivity"):
         C.cmco(key, d, epsilon=1.0, k=2, sparsity=1, times=[8], l1_sensitivity=0.0)
+
+
+def test_noise_options_exact_where_it_exists(key):
+    d = C.synthetic_compressible(1, n=64)
+    keys = jax.random.split(key, 12)
+    cfg = C.CompressiveConfig(iterations=20, refit=5)
+    err = {}
+    for noise in ("float", "grid", "float64"):  # a public S: one compiled program per noise option
+        rel = np.stack([np.asarray(C.compressive(k, d, epsilon=1.0, noise=noise, config=cfg, sparsity=4).release)
+                        for k in keys])  # fmt: skip
+        assert rel.dtype == (np.float64 if noise == "float64" else np.float32)
+        err[noise] = np.mean(np.abs(rel - d))
+    assert 0.6 < err["grid"] / err["float"] < 1.6
+    single = C.compressive(key, d, epsilon=1.0, noise="grid", config=cfg)  # S drawn by the exact mechanism
+    assert 1 <= single.sparsity <= C.max_sparsity(64, cfg.c_k) and np.all(np.isfinite(np.asarray(single.release)))
+    lap = np.asarray(C.laplace_identity(key, np.zeros(1000), epsilon=2.0, noise="grid"))
+    np.testing.assert_array_equal(lap * 256, np.round(lap * 256))  # on the grid 2^-8 (Δ = 1)
+    assert np.asarray(C.tree_counter(key, np.ones(8), epsilon=1.0, noise="float64")).dtype == np.float64
+    for f in (lambda: C.tree_counter(key, np.ones(8), epsilon=1.0, noise="grid"),
+              lambda: C.TreeCounter(key, epsilon=1.0, horizon=4, noise="grid")):
+        with pytest.raises(ValueError, match="exact"):
+            f()
