@@ -27,7 +27,6 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=1_000_000)
     parser.add_argument("--batched-trials", type=int, default=200_000)
-    parser.add_argument("--heavy-trials", type=int, default=100_000_000, help="for events of probability ~1e-7")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     print(f"machine: {platform.machine()} | {os.cpu_count()} CPUs | JAX {jax.__version__} | confidence 0.95 per bound")
@@ -36,8 +35,7 @@ def main():
     key = jax.random.key(args.seed)
     for i, (name, make) in enumerate(sorted(CASES.items())):
         eps, mech, mutant, x, x_prime, kw = make()
-        heavy = kw.pop("heavy", False)
-        trials = args.heavy_trials if heavy else args.batched_trials if kw.get("batched") else args.trials
+        trials = args.batched_trials if kw.get("batched") else args.trials
         t0 = time.perf_counter()
         good = audit.audit(mech, jax.random.fold_in(key, 2 * i), x, x_prime, trials=trials, **kw)
         bad = audit.audit(mutant, jax.random.fold_in(key, 2 * i + 1), x, x_prime, trials=trials, **kw)

@@ -402,26 +402,6 @@ def leaking_diagnostic_case():
         np.full((1, 1), 1.0), np.full((1, 1), 1.5), dict(batched=True)  # x' is out of the domain [0, 1]
 
 
-def float_exponential_case():
-    """The exponential mechanism where float32 rounding matters: two candidates whose probabilities are
-    e⁻¹⁶ vs e⁻¹⁷ (≈ 1.1e-7 vs 4e-8) on neighbouring inputs. The float two-stage sampler gives 1.19e-7 vs
-    exactly 0 (an unbounded loss); the exact sampler gives the true probabilities. Heavy: an event of
-    probability 1e-7 needs ≈ 10⁸ trials (benchmarks/audit_all.py)."""
-    eps = 2.0  # factor ε/(2Δ) = 1 with Δ = 1
-
-    def scores(x):
-        return jnp.stack([jnp.float32(0.0), -16.0 - jnp.sum(x)])
-
-    def mech(key, x):
-        return mechanisms._exponential_exact(key, scores(x), jnp.float32(eps), jnp.float32(1.0))
-
-    def mutant(key, x):
-        return mechanisms._categorical_2d(key, scores(x)[None, :] * (eps / 2.0))[1]
-
-    return eps, mech, mutant, jnp.asarray([0.0]), jnp.asarray([1.0]), dict(discrete=True, heavy=True)
-
-
 CASES["grid laplace parity at b/γ = 1.2e7"] = grid_parity_case
 CASES["public seed (mutant) vs secret key"] = public_seed_case
 CASES["leaking diagnostic (mutant): clipped count"] = leaking_diagnostic_case
-CASES["exponential float rounding (heavy)"] = float_exponential_case

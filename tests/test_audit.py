@@ -15,8 +15,6 @@ from jaxdp import audit
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_audit_bound_is_below_the_claim_and_the_mutant_is_caught(name, key):
     eps, mech, mutant, x, x_prime, kw = CASES[name]()
-    if kw.pop("heavy", False):
-        pytest.skip("needs ~1e8 trials: run benchmarks/audit_all.py")
     trials = 50_000 if kw.get("batched") else 100_000
     good = audit.audit(mech, jax.random.fold_in(key, 1), x, x_prime, trials=trials, **kw)
     bad = audit.audit(mutant, jax.random.fold_in(key, 2), x, x_prime, trials=trials, **kw)

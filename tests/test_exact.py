@@ -166,3 +166,19 @@ def test_exact_exponential_mechanism_rejects_bad_input(key):
         mechanisms.exponential_exact(key, jnp.zeros((2, 3)), epsilon=1.0, sensitivity=1.0)
     with pytest.raises(ValueError, match="epsilon"):
         mechanisms.exponential_exact(key, jnp.zeros(3), epsilon=0.0, sensitivity=1.0)
+
+
+def test_float_two_stage_sampler_rounds_a_small_probability_to_zero_by_enumeration():
+    """Why the exact exponential mechanism exists, shown exactly rather than by an audit (the events
+    have probability ≈ 1e-7): with two candidates the float sampler's draw is a function of one float32
+    uniform, which takes 2²³ values; enumerating them all gives its exact output distribution. Scores
+    (0, −16) vs (0, −17) (neighbours at Δ = 1, factor ε/(2Δ) = 1) give the second candidate probability
+    1.19e-7 vs exactly 0: an unbounded privacy loss. The exact sampler gives e⁻¹⁶/(1 + e⁻¹⁶) vs
+    e⁻¹⁷/(1 + e⁻¹⁷) by construction (`test_exact_exponential_mechanism_matches_its_distribution`)."""
+    u = jnp.arange(2**23, dtype=jnp.float32) * jnp.float32(2.0**-23)  # every value jax.random.uniform makes
+    probs = []
+    for second in (-16.0, -17.0):
+        logits = jnp.asarray([[0.0, second]], jnp.float32)
+        draws = jax.jit(jax.vmap(lambda v: mechanisms._categorical_2d_from(jnp.stack([v, v]), logits)[1]))(u)
+        probs.append(float(np.mean(np.asarray(draws) == 1)))
+    assert probs[0] == pytest.approx(2.0**-23) and probs[1] == 0.0
