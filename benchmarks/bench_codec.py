@@ -80,7 +80,7 @@ def noise_cost(reps: int):
     for eps, n, delay in ((3.0, 48, 432), (3.0, 16, 432), (2.0, 48, 216), (30.0, 8, 96)):
         mid = jaxdp.midpoint(data, jaxdp.HVCConfig(n, delay // n, eps, bounds=bounds)).sse(data)
         row = [eps, n, delay]
-        for noise in ("float32", "float64", "grid"):
+        for noise in ("float", "float64", "grid"):
             cfg = jaxdp.HVCConfig(n, delay // n, eps, bounds=bounds, noise=noise)
             row.append(jaxdp.anonymize(keys, data, cfg).sse(data).mean() / mid)
         rows.append(row)
