@@ -8,7 +8,7 @@
 * resident memory of `StreamAnonymizer` while a 10⁶-record stream is pushed in chunks (must stay flat).
 
 Streams: Census records resampled with a seeded generator and ±1 % multiplicative jitter (see
-`shared/datasets/README.md`); bounds 1.5 × the Census maximum (fixed constants, not read from the stream).
+`jaxdp/data/README.md`); bounds 1.5 × the Census maximum (fixed constants, not read from the stream).
 
 Usage: python benchmarks/bench_scale.py [--max-records 1000000] [--numpy-blocks 2000]
        [--block-sizes 8,48] [--skip-memory] [--json OUT.json] [--compare OTHER.json]
