@@ -177,11 +177,9 @@ def _run_lanes(key, lane: _Lane, j, q, first_steps: int):
     """Advance flat lanes until all are done: `first_steps` steps for all, then the rest in a buffer."""
     n = lane.stage.shape[0]
 
-    def body(i, ln):
-        u = jax.random.bits(jax.random.fold_in(key, i), (n,), jnp.uint32)
-        return _advance(ln, u, j, q)
-
-    lane = jax.lax.fori_loop(0, first_steps, body, lane)
+    k_first, k_rest = jax.random.split(key)
+    words = jax.random.bits(k_first, (first_steps, n), jnp.uint32)  # all of the first phase's words, one call
+    lane = jax.lax.fori_loop(0, first_steps, lambda i, ln: _advance(ln, words[i], j, q), lane)
     cap = min(n, max(256, -(-n // _BUFFER_FRACTION)))
 
     def outer_cond(state):
@@ -196,7 +194,7 @@ def _run_lanes(key, lane: _Lane, j, q, first_steps: int):
         sub = jax.tree_util.tree_map(lambda a: a[safe], ln)
         sub = sub._replace(stage=jnp.where(valid, sub.stage, _DONE))  # padding slots are finished
         sj, sq = j[safe], q[safe]
-        sub_key = jax.random.fold_in(key, first_steps + round_)
+        sub_key = jax.random.fold_in(k_rest, round_)
 
         def cond(st):
             return jnp.any(st[0].stage != _DONE)
