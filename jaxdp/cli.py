@@ -1,34 +1,44 @@
 """Command line of jaxdp.
 
-* ``jaxdp anonymize [INPUT.csv] -o OUT.csv …`` (the main job): publish a record stream with the
-  hybrid-video-coding anonymizer; with no input it runs on the bundled Census data.
+* ``jaxdp anonymize [INPUT] -o OUT …`` (the main job): publish a record stream with the
+  hybrid-video-coding anonymizer, reading and writing in chunks (CSV — plain or gzip/bz2/xz/zstd —,
+  Parquet, Arrow IPC, or ``-`` for stdin/stdout); with no input it runs on the bundled Census data.
 * ``jaxdp demo``: the quantizer of Algorithm 1 alone on blocks of the bundled Census data, with a
   data-independent prediction, beside plain Laplace noise on every record (PLN) and the midpoint.
 
-Exit codes: 0 success, 2 bad input or options (with a message saying what to fix).
+Exit codes: 0 success, 2 bad input or options (a message says what to fix; never a traceback),
+130 interrupted. Arguments and files are checked before JAX starts; outputs are written through a
+temporary file that is renamed into place only when the run succeeds.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
+import math
 import os
 import sys
 import time
-import warnings
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from jaxdp import __version__, backend, codec, datasets, keys, mechanisms, quantize
-from jaxdp.diagnostics import NOT_PRIVATE_NOTE
-from jaxdp.privacy import release_is_private
-from jaxdp.stream import BudgetExhaustedWarning
+from jaxdp import __version__
+from jaxdp.io import InputError, TableWriter, atomic_write_text, detect_format, open_table
+
+MAX_BLOCK = 256  # records per block: larger blocks take minutes to compile (joint-accounting tables)
+MAX_HISTORY = 16  # past blocks the predictor sees (compile time grows with it)
+MAX_SEED = 2**64 - 1
+
+_MODES_HELP = "midpoint, column_mean, last_record, history_mean, inter (comma-separated; default: all five)"
+_KINDS = ("dct", "dst", "dht", "identity")
 
 
-def _parse_bounds(text: str | None, data: np.ndarray) -> tuple[np.ndarray, str]:
+# ------------------------------------------------------------------------------------------------
+# demo
+# ------------------------------------------------------------------------------------------------
+def _demo_bounds(text: str | None, data: np.ndarray) -> tuple[np.ndarray, str]:
+    from jaxdp import datasets
+
     if text is None:
         return (
             datasets.bounds_from_data(data, 1.5),
@@ -43,6 +53,10 @@ def _parse_bounds(text: str | None, data: np.ndarray) -> tuple[np.ndarray, str]:
 
 
 def _pln(key, data, widths, epsilon):
+    import jax.numpy as jnp
+
+    from jaxdp import mechanisms
+
     """Laplace noise per record with per-attribute budgets ∝ Λ^{2/3} (Theorem 1 with n = 1).
 
     A tighter variant of the paper's PLN (`jaxdp.pln` adds ``Lap(ΣΛ/ε)`` to every attribute); the demo
@@ -54,8 +68,12 @@ def _pln(key, data, widths, epsilon):
 
 
 def demo(args: argparse.Namespace) -> int:
+    import jax
+
+    from jaxdp import datasets, keys, quantize
+
     data = datasets.load_census().astype(np.float64)
-    widths, how = _parse_bounds(args.bounds, data)
+    widths, how = _demo_bounds(args.bounds, data)
     if widths.shape != (data.shape[1],):
         raise SystemExit(f"--bounds needs {data.shape[1]} widths, got {widths.shape[0]}.")
     n, eps = args.n, args.epsilon
@@ -104,139 +122,202 @@ def demo(args: argparse.Namespace) -> int:
     return 0
 
 
-class InputError(Exception):
-    """A problem with the user's input, reported with exit code 2."""
+# ------------------------------------------------------------------------------------------------
+# Arguments (checked before JAX is imported)
+# ------------------------------------------------------------------------------------------------
+def _positive_int(name, value, lo=1, hi=None):
+    if value is None:
+        return None
+    if value < lo or (hi is not None and value > hi):
+        bound = f"in [{lo}, {hi}]" if hi is not None else f">= {lo}"
+        raise InputError(f"--{name} must be an integer {bound}, got {value}.")
+    return value
 
 
-def read_csv(path: str, id_column: str | None = None) -> tuple[list[str], np.ndarray, list | None]:
-    """Read a numeric CSV with a header row; return (columns, float64 records [N, d], ids or None)."""
-    if not os.path.isfile(path):
-        raise InputError(f"input file not found: {path}")
-    with open(path, newline="") as f:
-        reader = csv.reader(f)
-        try:
-            header = [h.strip() for h in next(reader)]
-        except StopIteration:
-            raise InputError(f"{path} is empty: expected a header row and numeric records.") from None
-        id_at = None
-        if id_column is not None:
-            if id_column not in header:
-                raise InputError(f"--ids-column {id_column!r} is not a column of {path} (columns: {header}).")
-            id_at = header.index(id_column)
-        rows, ids = [], []
-        for line_no, row in enumerate(reader, start=2):
-            if not row or all(not c.strip() for c in row):
-                continue
-            if len(row) != len(header):
-                raise InputError(f"{path}, line {line_no}: {len(row)} values, but the header has {len(header)} columns.")
-            values = []
-            for j, cell in enumerate(row):
-                if j == id_at:
-                    ids.append(cell.strip())
-                    continue
-                try:
-                    v = float(cell)
-                except ValueError:
-                    raise InputError(
-                        f"{path}, line {line_no}, column {header[j]!r}: {cell!r} is not a number "
-                        "(all columns but --ids-column must be numeric)."
-                    ) from None
-                if not np.isfinite(v):
-                    raise InputError(f"{path}, line {line_no}, column {header[j]!r}: {cell!r} is not finite (NaN/inf).")
-                values.append(v)
-            rows.append(values)
-    columns = [h for j, h in enumerate(header) if j != id_at]
-    if not rows:
-        raise InputError(f"{path} has a header but no records.")
-    if not columns:
-        raise InputError(f"{path} has no numeric columns.")
-    return columns, np.asarray(rows, np.float64), (ids if id_at is not None else None)
+def _finite(name, value, positive=True):
+    if not math.isfinite(value) or (positive and value <= 0):
+        raise InputError(f"--{name} must be a finite number{' > 0' if positive else ''}, got {value}.")
+    return value
 
 
-def _bounds_option(text: str | None, data: np.ndarray, bundled: bool):
-    """Return (bounds for HVCConfig, description, private)."""
-    d = data.shape[1]
-    if text is None:
-        if not bundled:
-            raise InputError(
-                "--bounds is required: give the public domain as widths 'w1,...,wd' (domain [0, w]) or "
-                "'lo:hi,...' pairs, or 'data' for the paper's 1.5 x max rule (NOT private)."
-            )
-        text = "data"
-    if text == "data":
-        width = datasets.bounds_from_data(data, 1.5)
-        return (np.zeros(d), width), "1.5 x data max (paper Sec. 5.4) -- NOT private: these bounds read the data", False
-    parts = [p.strip() for p in text.split(",")]
-    if len(parts) != d:
-        raise InputError(f"--bounds gives {len(parts)} attributes but the data has {d} columns.")
+def _parse_number(text: str, what: str) -> float:
+    """A plain decimal number (no Python-only syntax such as 1_000 or 'inf')."""
+    t = text.strip()
     try:
-        if all(":" in p for p in parts):
-            lo = np.array([float(p.split(":")[0]) for p in parts])
-            hi = np.array([float(p.split(":")[1]) for p in parts])
-        else:
-            lo, hi = np.zeros(d), np.array([float(p) for p in parts])
+        if "_" in t:
+            raise ValueError
+        v = float(t)
     except ValueError:
-        raise InputError(f"--bounds must be numbers: {text!r}") from None
-    return (lo, hi), "public bounds given with --bounds", True
+        raise InputError(f"{what}: {text!r} is not a number.") from None
+    if not math.isfinite(v):
+        raise InputError(f"{what}: {text!r} is not a finite number.")
+    return v
 
 
-def _run_stream(config, key, data, ids, quiet: bool):
-    """Push `data` through a `StreamAnonymizer` in chunks: (released, index, anonymizer, seconds)."""
-    import jaxdp
+def _parse_bounds(text: str | None, columns: list[str]):
+    """(lo, hi) float64 arrays from 'w1,..,wd' (domain [0, w]) or 'lo:hi,..'; None for 'data'/absent."""
+    if text is None or text == "data":
+        return None
+    parts = [p.strip() for p in text.split(",")]
+    d = len(columns)
+    if len(parts) != d:
+        raise InputError(f"--bounds gives {len(parts)} attributes but the data has {d} columns ({columns}).")
+    lo, hi = np.zeros(d), np.zeros(d)
+    for j, part in enumerate(parts):
+        if ":" in part:
+            a, _, b = part.partition(":")
+            lo[j], hi[j] = _parse_number(a, f"--bounds, column {columns[j]!r}"), _parse_number(b, f"--bounds, column {columns[j]!r}")
+        else:
+            hi[j] = _parse_number(part, f"--bounds, column {columns[j]!r}")
+        if not hi[j] > lo[j]:
+            raise InputError(f"--bounds, column {columns[j]!r}: the domain [{lo[j]:g}, {hi[j]:g}] needs hi > lo "
+                             "(positive widths).")  # fmt: skip
+    float32_max = float(np.finfo(np.float32).max)
+    if np.any(np.abs(lo) > float32_max / 4) or np.any(np.abs(hi) > float32_max / 4):
+        raise InputError("--bounds exceed what float32 can hold: pass --noise float64 (or rescale the data).")
+    return lo, hi
 
-    sa = jaxdp.StreamAnonymizer(config, key)
-    outs, idxs = [], []
-    chunk = max(config.frame_size * 16, 4096)
-    start = time.perf_counter()
-    progress = _progress(data.shape[0], quiet)
-    for lo_row in range(0, data.shape[0], chunk):
-        part = slice(lo_row, lo_row + chunk)
-        o, i = sa.push(data[part], ids=None if ids is None else ids[part])
-        outs.append(o)
-        idxs.append(i)
-        progress.update(min(chunk, data.shape[0] - lo_row))
-    o, i = sa.flush()
-    outs.append(o)
-    idxs.append(i)
-    progress.close()
-    elapsed = time.perf_counter() - start
-    released = np.concatenate(outs)
-    index = np.concatenate(idxs)
-    return released, index, sa, elapsed
+
+def _parse_split(text):
+    if text is None:
+        return None
+    parts = text.split(",")
+    if len(parts) != 3:
+        raise InputError(f"--split needs three fractions eps_QL,eps_QE,eps_E summing to 1, got {text!r}.")
+    return tuple(_parse_number(p, "--split") for p in parts)
+
+
+def _parse_seed(text):
+    if text is None:
+        return None
+    t = text.strip()
+    if not t.isdigit():
+        raise InputError(f"--seed must be a non-negative integer below 2**64, got {text!r}.")
+    v = int(t)
+    if v > MAX_SEED:
+        raise InputError(f"--seed must be in [0, 2**64), got {text}. Omit --seed for a private release.")
+    return v
+
+
+def _same_file(a: str, b: str) -> bool:
+    if a == "-" or b == "-":
+        return False
+    try:
+        return os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b) or os.path.abspath(a) == os.path.abspath(b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def _check_anonymize_args(args):
+    """Everything that can be checked without reading data or starting JAX."""
+    _positive_int("block", args.block, 1, MAX_BLOCK)
+    _positive_int("history", args.history, 1, MAX_HISTORY)
+    _positive_int("target-length", args.target_length)
+    _positive_int("delay", args.delay)
+    _positive_int("chunk", args.chunk)
+    _finite("epsilon", args.epsilon)
+    delay = args.delay if args.delay is not None else 12 * args.block
+    if delay % args.block:
+        raise InputError(f"--delay must be a positive multiple of --block ({args.block}); got {delay}.")
+    split = _parse_split(args.split)
+    seed = _parse_seed(args.seed)
+    if args.input is not None and args.input != "-" and _same_file(args.input, args.output):
+        raise InputError("-o names the input file: choose another output (the input would be overwritten).")
+    if args.report is not None:
+        if _same_file(args.report, args.output) or (args.input and _same_file(args.report, args.input)):
+            raise InputError("--report must differ from the input and from -o.")
+        folder = os.path.dirname(os.path.abspath(args.report))
+        if not os.path.isdir(folder):
+            raise InputError(f"the --report folder {folder} does not exist: create it first.")
+    if args.output == "-" and args.input is None:
+        pass
+    detect_format(args.output, args.output_format)
+    if args.kinds:
+        bad = [k for k in args.kinds.split(",") if k not in _KINDS]
+        if bad:
+            raise InputError(f"--kinds: unknown transform(s) {bad}; choose from {_KINDS}.")
+    return delay, split, seed
+
+
+# ------------------------------------------------------------------------------------------------
+# The main job
+# ------------------------------------------------------------------------------------------------
+def _bundled_census_path() -> str:
+    from importlib import resources
+
+    return str(resources.files("jaxdp").joinpath("data/census.csv"))
+
+
+def _scan(reader):
+    """One pass over the data: (rows, column max, column min) — for the default target length and --bounds data."""
+    rows, mx, mn = 0, None, None
+    for x, _, _ in reader.batches():
+        rows += x.shape[0]
+        if x.shape[0]:
+            bmx, bmn = x.max(axis=0), x.min(axis=0)
+            mx = bmx if mx is None else np.maximum(mx, bmx)
+            mn = bmn if mn is None else np.minimum(mn, bmn)
+    return rows, mx, mn
 
 
 def anonymize_cmd(args: argparse.Namespace) -> int:
-    import jaxdp
-
+    t_start = time.perf_counter()
+    delay, split, seed = _check_anonymize_args(args)
     bundled = args.input is None
-    if bundled:
-        columns = list(datasets.CENSUS_COLUMNS)
-        data = datasets.load_census().astype(np.float64)
-        ids = None
-        source = "bundled Census (1080 x 13)"
-    else:
-        columns, data, ids = read_csv(args.input, args.ids_column)
-        source = f"{args.input} ({data.shape[0]} x {data.shape[1]})"
-    bounds, how, private = _bounds_option(args.bounds, data, bundled)
-    bounds_public = private
-    if args.strict_bounds:
-        lo_b, hi_b = (np.asarray(b, np.float64) for b in bounds)
-        bad = np.argwhere((data < lo_b) | (data > hi_b))
-        if bad.size:
-            r, c = bad[0]
-            raise InputError(
-                f"--strict-bounds: {bad.shape[0]} values are outside the domain; first at record {r + 1} "
-                f"(line {r + 2}), column {columns[c]!r}: {data[r, c]:g} not in [{lo_b[c]:g}, {hi_b[c]:g}]. "
-                "Widen --bounds or drop --strict-bounds to clip and count them."
-            )
+    path = _bundled_census_path() if bundled else args.input
+    reader = open_table(path, fmt=args.input_format, id_column=args.ids_column, delimiter=args.delimiter,
+                        encoding=args.encoding, chunk_rows=args.chunk)  # fmt: skip
+    columns = reader.columns
+    source = "bundled Census" if bundled else path
+    if bundled and args.bounds is None:
+        args.bounds = "data"
+    if args.bounds is None:
+        raise InputError("--bounds is required: give the public domain as widths 'w1,...,wd' (domain [0, w]) or "
+                         "'lo:hi,...' pairs, or 'data' for the paper's 1.5 x max rule (NOT private).")  # fmt: skip
+    bounds = _parse_bounds(args.bounds, columns)
+    target = args.target_length
+    need_scan = target is None or bounds is None
+    if need_scan and path == "-":
+        raise InputError("reading stdin needs --target-length (the number of records to protect) and public "
+                         "--bounds: stdin cannot be read twice.")  # fmt: skip
+    rows = reader.rows
+    if need_scan:
+        scanned, mx, mn = _scan(open_table(path, fmt=args.input_format, id_column=args.ids_column,
+                                           delimiter=args.delimiter, encoding=args.encoding, chunk_rows=args.chunk))
+        rows = scanned
+        if rows == 0:
+            raise InputError(f"{path} has a header but no records.")
+        if bounds is None:  # the paper's rule reads the data: NOT private
+            if np.any(mn < 0):
+                j = int(np.argmin(mn))
+                raise InputError(f"--bounds data (1.5 x max, domain [0, 1.5 max]) needs non-negative values; column "
+                                 f"{columns[j]!r} has {mn[j]:g}. Give public bounds 'lo:hi,...' instead.")  # fmt: skip
+            width = 1.5 * mx
+            width = np.where(width > 0, width, 1.0)
+            bounds = (np.zeros(len(columns)), width)
+            how = "1.5 x data max (paper Sec. 5.4) -- NOT private: these bounds read the data"
+            bounds_public = False
+        target = target or rows
+    if args.bounds != "data":
+        how, bounds_public = "public bounds given with --bounds", True
+    return _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, target, delay, split, seed,
+                      rows, t_start)  # fmt: skip
+
+
+def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, target, delay, split, seed, rows,
+               t_start):
+    import warnings
+
+    import jaxdp  # JAX starts here, after every argument and the input were checked
+    from jaxdp import backend, codec, keys
+    from jaxdp.diagnostics import NOT_PRIVATE_NOTE
+    from jaxdp.privacy import release_is_private
+    from jaxdp.stream import BudgetExhaustedWarning
+
     n = args.block
-    delay = args.delay if args.delay is not None else 12 * n
-    if delay % n or delay < n:
-        raise InputError(f"--delay must be a positive multiple of --block ({n}); got {delay}.")
-    target = args.target_length or data.shape[0]
     kw = dict(target_length=target, bounds=bounds, history=args.history)
-    if args.split:
-        kw["split"] = tuple(float(v) for v in args.split.split(","))
+    if split is not None:
+        kw["split"] = split
     for name in ("theta", "accounting", "order"):
         if getattr(args, name) is not None:
             kw[name] = getattr(args, name)
@@ -258,25 +339,48 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
             config = jaxdp.HVCConfig(n, delay // n, args.epsilon, **kw)
     except (ValueError, TypeError, NotImplementedError) as err:
         raise InputError(str(err)) from None
+    key = keys.fresh_key() if seed is None else keys.key_from_seed(seed)
+    seeded = seed is not None
+    private = release_is_private(public_bounds=bounds_public, reorder=config.reorder, reproducible_seed=seeded)
+    lo, hi = (np.asarray(b, np.float64) for b in bounds)
+    strict = args.strict_bounds
+    diag = _Diagnostics(lo, hi, len(columns)) if args.diagnostics else None
 
-    key, seeded = _key_option(args.seed)
-    private = release_is_private(public_bounds=private, reorder=config.reorder, reproducible_seed=seeded)
     previous = backend.fuse_cpu_loops(not args.no_fuse_loops)
+    t_run = time.perf_counter()
+    progress = _progress(rows, args.quiet)
     try:
-        with warnings.catch_warnings():
+        sa = jaxdp.StreamAnonymizer(config, key)
+        id_of: dict[int, object] = {}
+        with TableWriter(args.output, reader.names, id_column=args.ids_column, fmt=args.output_format,
+                         delimiter=args.delimiter) as writer, warnings.catch_warnings():  # fmt: skip
             warnings.simplefilter("ignore", BudgetExhaustedWarning)  # said below, in plain words
-            released, index, sa, elapsed = _run_stream(config, key, data, ids, args.quiet)
-        codec_loop_one_kernel = codec.one_kernel_loop(config, n * data.shape[1])
+            for x, ids, row0 in reader.batches():
+                if strict:
+                    _strict_check(reader, x, row0, lo, hi, columns)
+                id_list = None if ids is None else ids.to_pylist()
+                if id_list is not None:
+                    id_of.update(zip(range(row0, row0 + len(id_list)), id_list))
+                if diag is not None:
+                    diag.remember(x, row0)
+                out, idx = sa.push(x, ids=id_list)
+                _emit(writer, out, idx, id_of, args.ids_column, diag)
+                if id_list is not None:  # forget ids no buffered record can need
+                    keep = set(sa.pending)
+                    id_of = {r: v for r, v in id_of.items() if r in keep}
+                progress.update(x.shape[0])
+            out, idx = sa.flush()
+            _emit(writer, out, idx, id_of, args.ids_column, diag)
+            empty = np.zeros((0, len(columns)), np.dtype(sa.dtype))
+            writer.commit(empty, [] if args.ids_column else None)
     finally:
         backend.fuse_cpu_loops(previous)
-
-    with open(args.output, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(columns)
-        writer.writerows(released.tolist())
-
+        progress.close()
+    elapsed = time.perf_counter() - t_run
+    one_kernel = codec.one_kernel_loop(config, n * len(columns))
     eps_f = np.asarray(sa.epsilon_spent)
-    reasons = _not_private_reasons(how_private=bounds_public, config=config, seeded=seeded)
+    reasons = _not_private_reasons(bounds_public=bounds_public, config=config, seeded=seeded)
+    records_in = sa.rows_seen
     report = {
         "jaxdp": __version__,
         "input": source,
@@ -284,8 +388,8 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
         "private": bool(private),
         "not_private_because": reasons,
         "reproducible_seed": bool(seeded),
-        "records_in": int(data.shape[0]),
-        "records_out": int(released.shape[0]),
+        "records_in": int(records_in),
+        "records_out": int(writer.rows),
         "superseded": int(sa.superseded),
         "dropped": int(sa.dropped),
         "budget_exhausted": bool(sa.dropped > 0),
@@ -295,86 +399,107 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
         "frames": int(eps_f.size),
         "bounds": how,
         "seconds": elapsed,
-        "codec_loop_one_kernel": codec_loop_one_kernel,
+        "records_per_second": float(records_in / elapsed) if elapsed > 0 else None,
+        "codec_loop_one_kernel": one_kernel,
         "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in _config_dict(config).items()},
     }
-    diag = None
-    if args.diagnostics:
-        diag = _diagnostics(sa, config, data, released, index, target, eps_f)
-        report["curator_diagnostics_NOT_PRIVATE"] = diag
+    if diag is not None:
+        report["curator_diagnostics_NOT_PRIVATE"] = diag.summary(config, eps_f, target, NOT_PRIVATE_NOTE)
     if args.report:
-        with open(args.report, "w") as f:
-            json.dump(report, f, indent=2)
-    print(f"jaxdp {__version__} anonymize | {source} -> {args.output}")
-    print(f"  bounds: {how}")
-    print(f"  n = {n}, delay = {delay} records, frames = {eps_f.size}, {elapsed:.1f} s")
-    print(f"  key: {'reproducible seed: NOT private' if seeded else 'fresh from the operating system (secret, not stored)'}")
-    print(f"  records in {data.shape[0]}, out {released.shape[0]}, superseded {sa.superseded}, dropped {sa.dropped}")
-    print(f"  epsilon spent {eps_f.sum():.4g} of {config.epsilon:g} (at most {report['epsilon_per_frame_max']:.4g} per frame)")
-    print(f"  private: {'yes' if private else 'NO'}")
+        atomic_write_text(args.report, json.dumps(report, indent=2))
+    out = sys.stderr if args.output == "-" else sys.stdout
+    print(f"jaxdp {__version__} anonymize | {source} -> {args.output}", file=out)
+    print(f"  bounds: {how}", file=out)
+    print(f"  n = {n}, delay = {delay} records, frames = {eps_f.size}, {elapsed:.1f} s "
+          f"({records_in / max(elapsed, 1e-9):,.0f} records/s)", file=out)  # fmt: skip
+    print(f"  key: {'reproducible seed: NOT private' if seeded else 'fresh from the operating system (secret, not stored)'}",
+          file=out)  # fmt: skip
+    print(f"  records in {records_in}, out {writer.rows}, superseded {sa.superseded}, dropped {sa.dropped}", file=out)
+    print(f"  epsilon spent {eps_f.sum():.4g} of {config.epsilon:g} (at most {report['epsilon_per_frame_max']:.4g} "
+          "per frame)", file=out)  # fmt: skip
+    print(f"  private: {'yes' if private else 'NO'}", file=out)
     for reason in reasons:
         print(f"jaxdp anonymize: WARNING: this release is NOT differentially private: {reason}.", file=sys.stderr)
     if sa.dropped:
-        print(
-            f"jaxdp anonymize: WARNING: the budget is spent after {target} records (--target-length): {sa.dropped} later "
-            "records were dropped and are not in the output. Release them separately with a new budget, "
-            "or raise --target-length.",
-            file=sys.stderr,
-        )
+        print(f"jaxdp anonymize: WARNING: the budget is spent after {target} records (--target-length): {sa.dropped} "
+              "later records were dropped and are not in the output. Release them separately with a new budget, "
+              "or raise --target-length.", file=sys.stderr)  # fmt: skip
     if diag is not None:
-        print(f"  {NOT_PRIVATE_NOTE.upper()}:")
-        print(f"    values clipped into the domain: {diag['values_clipped']}")
-        print(f"    SSE {diag['sse']:.4e} = {diag['sse_vs_midpoint']:.3g} x releasing the midpoint, "
-              f"{diag['sse_vs_pln_expected']:.3g} x the PLN expectation")
+        d = report["curator_diagnostics_NOT_PRIVATE"]
+        print(f"  {NOT_PRIVATE_NOTE.upper()}:", file=out)
+        print(f"    values clipped into the domain: {d['values_clipped']}", file=out)
+        if d["sse_vs_midpoint"] is not None:
+            print(f"    SSE {d['sse']:.4e} = {d['sse_vs_midpoint']:.3g} x releasing the midpoint, "
+                  f"{d['sse_vs_pln_expected']:.3g} x the PLN expectation", file=out)  # fmt: skip
     return 0
 
 
-def _key_option(seed: str | None):
-    """(key, seeded): a fresh OS-entropy key, or the reproducible key of --seed."""
-    if seed is None:
-        return keys.fresh_key(), False
-    try:
-        value = int(seed, 10)
-    except ValueError:
-        raise InputError(f"--seed must be a non-negative integer below 2**64, got {seed!r}.") from None
-    if not 0 <= value <= keys.MAX_SEED:
-        raise InputError(f"--seed must be in [0, 2**64), got {seed}. Omit --seed for a private release.")
-    return keys.key_from_seed(value), True
+def _emit(writer, out, idx, id_of, id_column, diag):
+    if diag is not None:
+        diag.add(out, idx)
+    ids = [id_of[int(r)] for r in idx] if id_column is not None else None
+    if out.shape[0]:
+        writer.write(out, ids)
 
 
-def _not_private_reasons(*, how_private: bool, config, seeded: bool) -> list[str]:
+def _strict_check(reader, x, row0, lo, hi, columns):
+    bad = np.argwhere((x < lo) | (x > hi))
+    if bad.size:
+        r, c = bad[0]
+        raise InputError(
+            f"--strict-bounds: a value is outside the domain at {reader._where(row0 + r)}, column {columns[c]!r}: "
+            f"{x[r, c]:g} not in [{lo[c]:g}, {hi[c]:g}]. Widen --bounds or drop --strict-bounds to clip them."
+        )
+
+
+class _Diagnostics:
+    """Curator-only numbers (`--diagnostics`), accumulated while streaming: they read the raw data."""
+
+    def __init__(self, lo, hi, d):
+        self.lo, self.hi = lo, hi
+        self.raw: dict[int, np.ndarray] = {}
+        self.sse = np.zeros(d)
+        self.mid = np.zeros(d)
+        self.clipped = np.zeros(d, np.int64)
+
+    def remember(self, x, row0):
+        self.raw.update(zip(range(row0, row0 + x.shape[0]), x))
+
+    def add(self, out, idx):
+        if not len(idx):
+            return
+        x = np.stack([self.raw.pop(int(r)) for r in idx])
+        self.sse += np.sum((out.astype(np.float64) - x) ** 2, axis=0)
+        self.mid += np.sum((0.5 * (self.lo + self.hi) - x) ** 2, axis=0)
+        self.clipped += np.sum((x < self.lo) | (x > self.hi), axis=0)
+
+    def summary(self, config, eps_f, target, note):
+        width = self.hi - self.lo
+        frame_sizes = eps_f * target / config.epsilon
+        pln = float(np.sum(frame_sizes * len(width) * 2.0 * (width.sum() / eps_f) ** 2)) if eps_f.size else 0.0
+        sse, mid = float(self.sse.sum()), float(self.mid.sum())
+        return {
+            "note": note,
+            "values_clipped": int(self.clipped.sum()),
+            "values_clipped_per_column": self.clipped.astype(int).tolist(),
+            "sse": sse,
+            "sse_midpoint": mid,
+            "sse_vs_midpoint": sse / mid if mid > 0 else None,
+            "sse_vs_midpoint_per_column": [float(a / b) if b > 0 else None for a, b in zip(self.sse, self.mid)],
+            "sse_pln_expected": pln,
+            "sse_vs_pln_expected": sse / pln if pln > 0 else None,
+        }
+
+
+def _not_private_reasons(*, bounds_public: bool, config, seeded: bool) -> list[str]:
     reasons = []
-    if not how_private:
+    if not bounds_public:
         reasons.append("the bounds were derived from the data (pass public --bounds)")
     if config.reorder != "none":
         reasons.append("the paper's reordering (--paper) computes permutations from the raw data")
     if seeded:
         reasons.append("--seed makes the noise reproducible by anyone who knows the seed (omit it)")
     return reasons
-
-
-def _diagnostics(sa, config, data, released, index, target, eps_f) -> dict:
-    """Curator-only numbers from the raw data (`jaxdp.diagnostics`): NOT private."""
-    lo, hi = sa.lo, sa.hi
-    x = data[index]
-    width = hi - lo
-    sse_col = np.sum((released.astype(np.float64) - x) ** 2, axis=0)
-    mid_col = np.sum((0.5 * (lo + hi) - x) ** 2, axis=0)
-    frame_sizes = eps_f * target / config.epsilon  # records per frame
-    pln_sse = float(np.sum(frame_sizes * data.shape[1] * 2.0 * (width.sum() / eps_f) ** 2)) if eps_f.size else 0.0
-    clipped = np.sum((x < lo) | (x > hi), axis=0)
-    sse, mid = float(sse_col.sum()), float(mid_col.sum())
-    return {
-        "note": NOT_PRIVATE_NOTE,
-        "values_clipped": int(clipped.sum()),
-        "values_clipped_per_column": clipped.astype(int).tolist(),
-        "sse": sse,
-        "sse_midpoint": mid,
-        "sse_vs_midpoint": sse / mid if mid > 0 else None,
-        "sse_vs_midpoint_per_column": [float(a / b) if b > 0 else None for a, b in zip(sse_col, mid_col)],
-        "sse_pln_expected": pln_sse,
-        "sse_vs_pln_expected": sse / pln_sse if pln_sse > 0 else None,
-    }
 
 
 def _config_dict(config) -> dict:
@@ -387,13 +512,43 @@ def _config_dict(config) -> dict:
     return out
 
 
-def _progress(total: int, quiet: bool):
+class _NoProgress:
+    def update(self, n):
+        pass
+
+    def close(self):
+        pass
+
+
+def _progress(total, quiet: bool):
+    if quiet or not sys.stderr.isatty():
+        return _NoProgress()
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, unit="rec", disable=quiet or total < 20_000, file=sys.stderr)
+    return tqdm(total=total, unit="rec", unit_scale=True, file=sys.stderr)
 
 
-def main(argv: list[str] | None = None) -> int:
+# ------------------------------------------------------------------------------------------------
+# Parser
+# ------------------------------------------------------------------------------------------------
+_VALUE_OPTIONS = ("--bounds", "--split", "--delimiter")
+
+
+def _join_negative_values(argv):
+    """'--bounds -5:5,...' → '--bounds=-5:5,...' (argparse would take the value for an option)."""
+    out, i = [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a in _VALUE_OPTIONS and i + 1 < len(argv) and argv[i + 1].startswith("-") and argv[i + 1] != "-":
+            out.append(f"{a}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jaxdp", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"jaxdp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -403,40 +558,69 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--theta", type=float, default=1.0, choices=[0.5, 1.0], help="score exponent (default 1)")
     p.add_argument("--bounds", default=None, help="comma-separated public attribute widths (domain [0, w])")
     p.add_argument("--seed", type=int, default=None, help="reproducible seed (default: a fresh key from the OS)")
-    a = sub.add_parser("anonymize", help="publish a record stream with the HVC anonymizer (main job)")
-    a.add_argument("input", nargs="?", default=None, help="CSV with a header row (default: bundled Census)")
-    a.add_argument("-o", "--output", default="anonymized.csv", help="output CSV (default anonymized.csv)")
-    a.add_argument("--epsilon", type=float, default=1.0, help="total budget for the target length (default 1)")
-    a.add_argument("--block", type=int, default=8, help="records per block n (default 8)")
-    a.add_argument("--delay", type=int, default=None, help="delay δ = frame size m, a multiple of n (default 12 n)")
-    a.add_argument("--target-length", type=int, default=None, help="records to protect l (default: all)")
-    a.add_argument("--bounds", default=None, help="public domain: widths 'w1,..' or 'lo:hi,..' or 'data' (not private)")
-    a.add_argument("--split", default=None, help="eps_QL,eps_QE,eps_E fractions (default 1/3 each)")
-    a.add_argument("--theta", type=float, default=None, choices=[0.5, 1.0])
-    a.add_argument("--accounting", default=None, choices=["joint", "paper"])
-    a.add_argument("--order", default=None, choices=["zigzag", "diagonal"])
-    a.add_argument("--kinds", default=None, help="comma-separated transforms (dct,dst,dht,identity)")
-    a.add_argument("--modes", default=None, help="comma-separated prediction modes")
-    a.add_argument("--history", type=int, default=2, help="past blocks seen by the predictor π (default 2)")
-    a.add_argument("--no-prune", action="store_true", help="keep hopeless (t, σ) candidates")
-    a.add_argument("--no-clip", action="store_true", help="do not clip released records to the domain")
-    a.add_argument("--paper", action="store_true", help="paper-faithful preset (θ=1, Theorem 1, no pruning)")
-    a.add_argument("--noise", default=None, choices=["float", "float32", "float64", "grid"],
-                   help="samplers: float (default, fast float32), float64, or grid (exact discrete Laplace and an exact "
-                        "exponential mechanism: pure DP under finite arithmetic, slower)")
-    a.add_argument("--ids-column", default=None, help="column holding subject ids (updates keep the latest tuple)")
-    a.add_argument("--report", default=None, help="write a JSON report here")
-    a.add_argument("--seed", default=None,
+    a = sub.add_parser(
+        "anonymize", help="publish a record stream with the HVC anonymizer (main job)",
+        description="Publish a numeric record stream with the hybrid-video-coding anonymizer (differential "
+                    "privacy), reading and writing in chunks. Exit code 2 with a message on bad input.",
+    )  # fmt: skip
+    g = a.add_argument_group("input and output")
+    g.add_argument("input", nargs="?", default=None,
+                   help="table with a header row: .csv (optionally .gz/.bz2/.xz/.zst), .parquet, .arrow, or '-' for "
+                        "CSV on stdin (default: the bundled Census data)")
+    g.add_argument("-o", "--output", default="anonymized.csv",
+                   help="output table, format from the suffix like the input, '-' for CSV on stdout "
+                        "(default anonymized.csv); written to a temporary name and renamed on success")
+    g.add_argument("--input-format", default=None, choices=["csv", "parquet", "arrow"], help="override the input suffix")
+    g.add_argument("--output-format", default=None, choices=["csv", "parquet", "arrow"], help="override the output suffix")
+    g.add_argument("--delimiter", default=",", help="CSV field delimiter (default ',')")
+    g.add_argument("--encoding", default="utf-8", help="CSV text encoding (default utf-8; a BOM is skipped)")
+    g.add_argument("--ids-column", default=None,
+                   help="column holding subject ids (any values); kept in the output; a subject updated within a "
+                        "buffer keeps its latest record")
+    g.add_argument("--chunk", type=int, default=131_072, help="records read per chunk (default 131072)")
+    g.add_argument("--report", default=None, help="write a JSON report here")
+    g.add_argument("--quiet", action="store_true", help="no progress bar (it is also off when stderr is not a terminal)")
+    g = a.add_argument_group("privacy")
+    g.add_argument("--epsilon", type=float, default=1.0, help="total budget ε for the target length (default 1)")
+    g.add_argument("--bounds", default=None,
+                   help="public domain: widths 'w1,..,wd' (domain [0, w]) or 'lo:hi,..' (negative values fine), or "
+                        "'data' for the paper's 1.5 x max rule (reads the data: NOT private). Required for your data")
+    g.add_argument("--target-length", type=int, default=None,
+                   help="records to protect l (default: the number of input rows; needed for stdin); later "
+                        "records are dropped")
+    g.add_argument("--seed", default=None,
                    help="reproduce a release from this integer seed in [0, 2**64) -- NOT private: anyone who knows "
                         "the seed can recompute the noise. Default: a fresh secret key from the operating system")
-    a.add_argument("--diagnostics", action="store_true",
+    g.add_argument("--noise", default=None, choices=["float", "float32", "float64", "grid"],
+                   help="samplers: float (default, fast float32), float64, or grid (exact discrete Laplace and an "
+                        "exact exponential mechanism: pure DP under finite arithmetic, slower)")
+    g.add_argument("--strict-bounds", action="store_true", help="refuse values outside the bounds instead of clipping")
+    g.add_argument("--diagnostics", action="store_true",
                    help="also compute curator-only diagnostics from the raw data (values clipped, SSE vs the "
                         "midpoint and PLN): NOT private, never publish them")
-    a.add_argument("--quiet", action="store_true", help="no progress bar")
-    a.add_argument("--strict-bounds", action="store_true", help="refuse values outside the bounds instead of clipping")
-    a.add_argument("--no-fuse-loops", action="store_true",
-                   help="compile the codec loop with XLA's default instead of one CPU kernel (see jaxdp.fuse_cpu_loops)")
-    args = parser.parse_args(argv)
+    g = a.add_argument_group("coding")
+    g.add_argument("--block", type=int, default=8, help=f"records per block n (1..{MAX_BLOCK}, default 8)")
+    g.add_argument("--delay", type=int, default=None, help="delay δ = frame size m, a multiple of n (default 12 n)")
+    g.add_argument("--split", default=None, help="eps_QL,eps_QE,eps_E fractions of each block's budget (default 1/3 each)")
+    g.add_argument("--theta", type=float, default=None, choices=[0.5, 1.0], help="score exponent θ of Algorithm 1 (default 0.5)")
+    g.add_argument("--accounting", default=None, choices=["joint", "paper"],
+                   help="joint (exact joint loss, default) or paper (Theorem 1)")
+    g.add_argument("--order", default=None, choices=["zigzag", "diagonal"], help="coefficient scan order (default zigzag)")
+    g.add_argument("--kinds", default=None, help=f"comma-separated transforms from {', '.join(_KINDS)} (default dct,dst,dht)")
+    g.add_argument("--modes", default=None, help=f"comma-separated prediction modes: {_MODES_HELP}")
+    g.add_argument("--history", type=int, default=2, help=f"past blocks seen by the predictor π (1..{MAX_HISTORY}, default 2)")
+    g.add_argument("--no-prune", action="store_true", help="keep hopeless (t, σ) candidates")
+    g.add_argument("--no-clip", action="store_true", help="do not clip released records to the domain")
+    g.add_argument("--paper", action="store_true",
+                   help="paper-faithful preset (θ=1, Theorem 1, no pruning, the paper's reordering: NOT private)")
+    g.add_argument("--no-fuse-loops", action="store_true",
+                   help="compile the codec loop with XLA's default instead of one CPU kernel")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = _parser().parse_args(_join_negative_values(argv))
     if args.command == "demo":
         return demo(args)
     try:
@@ -444,6 +628,9 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as err:
         print(f"jaxdp anonymize: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("jaxdp anonymize: interrupted; no output was written.", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

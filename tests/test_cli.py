@@ -58,10 +58,16 @@ def test_anonymize_user_csv_with_ids_and_public_bounds(tmp_path, capsys):
     captured = capsys.readouterr()
     text = captured.out
     assert "public bounds" in text and "WARNING" not in captured.err + text and "private: yes" in text
-    released = np.loadtxt(out, delimiter=",", skiprows=1)
+    import csv
+
+    with out.open() as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["id", "a", "b"]  # the id column is kept, in its place
+    released = np.array([[float(v) for v in r[1:]] for r in rows[1:]])
     superseded = int(text.split("superseded ")[1].split(",")[0])
     assert released.shape[0] + superseded == 200 and released.shape[1] == 2
     assert np.all((released[:, 0] >= 0) & (released[:, 0] <= 10))
+    assert {r[0] for r in rows[1:]} <= {str(i) for i in range(30)}
 
 
 @pytest.mark.parametrize(
@@ -162,7 +168,7 @@ def test_default_report_reads_no_raw_values_and_diagnostics_are_labelled(tmp_pat
         assert cli.main(["anonymize", str(src), "-o", str(tmp_path / f"o{i}.csv"), "--report", str(rep), "--quiet",
                          "--bounds", CENSUS_WIDTHS, "--seed", "3", "--epsilon", "1000"]) == 0  # fmt: skip
         r = json.loads(rep.read_text())
-        for k in ("seconds", "input", "output"):
+        for k in ("seconds", "records_per_second", "input", "output"):
             r.pop(k)
         reports.append(r)
     assert reports[0] == reports[1]

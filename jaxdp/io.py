@@ -1,0 +1,448 @@
+"""Tables in and out, in chunks: CSV (any delimiter/encoding, compressed or not), Parquet, Arrow IPC, stdin/stdout.
+
+`open_table` reads a table of numeric columns (and optionally one subject-id column of any type) in record
+batches, so a file of any size is read in O(chunk) memory; `TableWriter` writes released records as they
+come, to a temporary file that is renamed into place only on success (an interrupted or failed run leaves
+no partial output). Parsing is pyarrow's (C++, streaming); errors are reported as `InputError` with the
+file, line and column and what to do, never as a traceback.
+
+This module imports neither JAX nor the rest of jaxdp, so the CLI can check files before it starts JAX.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import signal
+import sys
+from collections.abc import Iterator
+
+import numpy as np
+
+__all__ = ["InputError", "TableReader", "TableWriter", "open_table", "detect_format", "FORMATS"]
+
+FORMATS = ("csv", "parquet", "arrow")
+_COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd", ".zstd": "zstd"}
+_MAGIC = [(b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd")]
+_CHUNK_ROWS = 131_072
+
+
+class InputError(Exception):
+    """A problem with the user's input or options, reported with exit code 2 and a message saying what to fix."""
+
+
+def _pyarrow():
+    try:
+        import pyarrow as pa
+    except ImportError as err:  # pragma: no cover - pyarrow is a dependency
+        raise InputError("reading and writing tables needs pyarrow: pip install pyarrow") from err
+    return pa
+
+
+def detect_format(path: str, fmt: str | None = None) -> tuple[str, str | None]:
+    """(format, compression) from an explicit `fmt` or the file name's suffixes ("-" is CSV)."""
+    if fmt is not None:
+        if fmt not in FORMATS:
+            raise InputError(f"--format must be one of {FORMATS}, got {fmt!r}.")
+    name = os.path.basename(path).lower()
+    compression = None
+    for suffix, codec in _COMPRESSIONS.items():
+        if name.endswith(suffix):
+            compression, name = codec, name[: -len(suffix)]
+            break
+    if fmt is None:
+        if name.endswith((".parquet", ".pq")):
+            fmt = "parquet"
+        elif name.endswith((".arrow", ".feather", ".ipc", ".arrows")):
+            fmt = "arrow"
+        else:
+            fmt = "csv"
+    if compression and fmt != "csv":
+        raise InputError(f"{path}: {compression} compression is for CSV files; Parquet and Arrow compress internally.")
+    return fmt, compression
+
+
+def _sniff(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read(8)
+
+
+class TableReader:
+    """Numeric columns (and an optional id column) of a table, read in record batches.
+
+    Attributes:
+      path: the input ("-" for stdin). columns: names of the numeric columns, in file order.
+      id_column: the id column's name or None. names: all column names in file order.
+      rows: the number of data rows when known without reading the data (Parquet/Arrow), else None.
+    """
+
+    def __init__(self, path, fmt, compression, *, id_column, delimiter, encoding, chunk_rows):
+        self.path, self.fmt, self.compression = path, fmt, compression
+        self.id_column, self.delimiter, self.encoding = id_column, delimiter, encoding
+        self.chunk_rows = chunk_rows
+        self.rows = None
+        self._stream = None
+        self._open_schema()
+
+    # -- schema -------------------------------------------------------------------------------
+    def _open_schema(self):
+        pa = _pyarrow()
+        if self.fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            try:
+                self._pq = pq.ParquetFile(self.path)
+            except (pa.ArrowInvalid, OSError) as err:
+                raise InputError(f"{self.path} is not a readable Parquet file ({err}).") from None
+            names = list(self._pq.schema_arrow.names)
+            self.rows = self._pq.metadata.num_rows
+            types = dict(zip(names, self._pq.schema_arrow.types))
+        elif self.fmt == "arrow":
+            try:
+                self._ipc = pa.ipc.open_file(self.path)
+                self.rows = sum(self._ipc.get_batch(i).num_rows for i in range(self._ipc.num_record_batches))
+            except (pa.ArrowInvalid, OSError):
+                try:
+                    self._ipc = pa.ipc.open_stream(pa.OSFile(self.path))
+                except (pa.ArrowInvalid, OSError) as err:
+                    raise InputError(f"{self.path} is not a readable Arrow IPC file or stream ({err}).") from None
+            names = list(self._ipc.schema.names)
+            types = dict(zip(names, self._ipc.schema.types))
+        else:
+            names = self._csv_header()
+            types = None
+        if len(set(names)) != len(names):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            raise InputError(f"{self.path}: the header names {dup} more than once; give every column a distinct name.")
+        if not names:
+            raise InputError(f"{self.path} has no columns: expected a header row and numeric records.")
+        if self.id_column is not None and self.id_column not in names:
+            raise InputError(f"--ids-column {self.id_column!r} is not a column of {self.path} (columns: {names}).")
+        self.names = names
+        self.columns = [n for n in names if n != self.id_column]
+        if not self.columns:
+            raise InputError(f"{self.path} has no numeric columns besides the ids.")
+        if types is not None:
+            for n in self.columns:
+                t = types[n]
+                if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
+                    raise InputError(f"{self.path}, column {n!r} has type {t}, not a number (all columns but "
+                                     "--ids-column must be numeric).")  # fmt: skip
+
+    def _raw_stream(self):
+        pa = _pyarrow()
+        if self.path == "-":
+            return pa.PythonFile(sys.stdin.buffer, mode="r")
+        if not os.path.isfile(self.path):
+            raise InputError(f"input file not found: {self.path}")
+        magic = _sniff(self.path)
+        codec = self.compression
+        for prefix, name in _MAGIC:  # the content decides, whatever the file is called
+            if magic.startswith(prefix):
+                codec = name
+        if magic.startswith(b"PAR1"):
+            raise InputError(f"{self.path} is a Parquet file: name it .parquet (or pass --format parquet).")
+        if magic.startswith(b"ARROW1"):
+            raise InputError(f"{self.path} is an Arrow IPC file: name it .arrow (or pass --format arrow).")
+        try:
+            return pa.input_stream(self.path, compression=codec)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as err:
+            raise InputError(f"{self.path}: cannot open as {codec}-compressed CSV ({err}).") from None
+
+    def _csv_open(self, stream, column_types=None):
+        import pyarrow.csv as pc
+
+        pa = _pyarrow()
+        read = pc.ReadOptions(block_size=1 << 22, encoding=self.encoding)
+        parse = pc.ParseOptions(delimiter=self.delimiter)
+        conv = pc.ConvertOptions(column_types=column_types or {}, null_values=[], strings_can_be_null=False)
+        try:
+            return pc.open_csv(stream, read_options=read, parse_options=parse, convert_options=conv)
+        except (pa.ArrowInvalid, UnicodeDecodeError, LookupError) as err:
+            raise self._csv_error(err) from None
+
+    def _csv_header(self):
+        if self.path == "-":
+            # stdin cannot be read twice: keep the reader opened for the header and infer, then cast per batch
+            self._stream = self._csv_open(self._raw_stream())
+            return list(self._stream.schema.names)
+        reader = self._csv_open(self._raw_stream())
+        names = list(reader.schema.names)
+        reader.close() if hasattr(reader, "close") else None
+        return names
+
+    # -- data ---------------------------------------------------------------------------------
+    def batches(self) -> Iterator[tuple[np.ndarray, object, int]]:
+        """Yield ``(records float64 [k, d], ids (pyarrow array or None), first data row index)``."""
+        pa = _pyarrow()
+        row = 0
+        for batch in self._record_batches():
+            values = []
+            for n in self.columns:
+                col = batch.column(batch.schema.get_field_index(n))
+                arr = self._as_float(col, n, row)
+                values.append(arr)
+            x = np.stack(values, axis=1) if values else np.zeros((batch.num_rows, 0))
+            bad = ~np.isfinite(x)
+            if bad.any():
+                r, c = np.argwhere(bad)[0]
+                raise InputError(f"{self._where(row + r)}, column {self.columns[c]!r}: {x[r, c]!r} is not finite "
+                                 "(NaN/inf): remove or impute it before anonymizing.")  # fmt: skip
+            ids = None if self.id_column is None else batch.column(batch.schema.get_field_index(self.id_column))
+            if ids is not None and ids.null_count:
+                r = int(np.flatnonzero(np.asarray(ids.is_null()))[0])
+                raise InputError(f"{self._where(row + r)}: the id in column {self.id_column!r} is empty.")
+            yield x, ids, row
+            row += batch.num_rows
+        del pa
+
+    def _record_batches(self):
+        pa = _pyarrow()
+        if self.fmt == "parquet":
+            yield from self._pq.iter_batches(batch_size=self.chunk_rows)
+            return
+        if self.fmt == "arrow":
+            if isinstance(self._ipc, pa.ipc.RecordBatchFileReader):
+                for i in range(self._ipc.num_record_batches):
+                    yield self._ipc.get_batch(i)
+            else:
+                yield from self._ipc
+            return
+        if self._stream is not None:  # stdin: inferred types, cast per batch
+            reader = self._stream
+        else:
+            types = {n: pa.float64() for n in self.columns}
+            if self.id_column is not None:
+                types[self.id_column] = pa.string()
+            reader = self._csv_open(self._raw_stream(), types)
+        while True:
+            try:
+                batch = reader.read_next_batch()
+            except StopIteration:
+                return
+            except (pa.ArrowInvalid, UnicodeDecodeError) as err:
+                raise self._csv_error(err) from None
+            yield batch
+
+    def _as_float(self, col, name, row):
+        pa = _pyarrow()
+        if pa.types.is_floating(col.type) or pa.types.is_integer(col.type) or pa.types.is_decimal(col.type):
+            if col.null_count:
+                r = int(np.flatnonzero(np.asarray(col.is_null()))[0])
+                raise InputError(f"{self._where(row + r)}, column {name!r}: the value is missing; fill it in.")
+            return np.asarray(col.cast(pa.float64()), np.float64)
+        vals = col.to_pylist()  # stdin with a column that did not parse as numbers: find the cell
+        for r, v in enumerate(vals):
+            try:
+                float(v)
+            except (TypeError, ValueError):
+                break
+        else:
+            r = 0
+        raise InputError(f"{self._where(row + r)}, column {name!r}: {vals[r]!r} is not a number "
+                         "(all columns but --ids-column must be numeric).")  # fmt: skip
+
+    def _where(self, data_row: int) -> str:
+        if self.fmt == "csv":
+            return f"{self.path}, line {data_row + 2}"
+        return f"{self.path}, row {data_row + 1}"
+
+    def _csv_error(self, err) -> InputError:
+        """Turn a pyarrow CSV error into a message with the line and column (rescanning the file)."""
+        text = str(err)
+        if isinstance(err, (UnicodeDecodeError, LookupError)) or "UTF8" in text or "utf-8" in text.lower():
+            return InputError(f"{self.path} is not valid {self.encoding} text ({text.splitlines()[0]}); pass the "
+                              "file's encoding, e.g. --encoding latin-1.")  # fmt: skip
+        found = self._locate_bad_cell()
+        if found:
+            return InputError(found)
+        return InputError(f"{self.path}: cannot read it as CSV ({text.splitlines()[0]}). Check --delimiter "
+                          "and that every row has one value per header column.")  # fmt: skip
+
+    def _locate_bad_cell(self) -> str | None:
+        """Rescan with Python's csv module (only after an error) to name the first bad line and column."""
+        if self.path == "-":
+            return None
+        import pyarrow as pa
+
+        try:
+            raw = pa.input_stream(self.path, compression=self._codec_for_rescan()).read()
+            text = raw.decode(self.encoding, errors="strict")
+        except (UnicodeDecodeError, LookupError, pa.ArrowInvalid, OSError):
+            return None
+        text = text.lstrip("\ufeff")
+        reader = csv.reader(io.StringIO(text, newline=""), delimiter=self.delimiter)
+        header = next(reader, [])
+        for line_no, cells in enumerate(reader, start=2):
+            if not cells:
+                continue
+            if len(cells) != len(header):
+                return (f"{self.path}, line {line_no}: {len(cells)} values, but the header has {len(header)} "
+                        "columns (check --delimiter and quoting).")  # fmt: skip
+            for name, cell in zip(header, cells):
+                if name == self.id_column:
+                    continue
+                if not _is_csv_number(cell):
+                    return (f"{self.path}, line {line_no}, column {name!r}: {cell!r} is not a number (all columns "
+                            "but --ids-column must be numeric; write numbers like 1000 or 1.5e3).")  # fmt: skip
+        return None
+
+    def _codec_for_rescan(self):
+        magic = _sniff(self.path)
+        for prefix, name in _MAGIC:
+            if magic.startswith(prefix):
+                return name
+        return self.compression
+
+    def close(self):
+        for attr in ("_stream",):
+            obj = getattr(self, attr, None)
+            if obj is not None and hasattr(obj, "close"):
+                obj.close()
+
+
+def _is_csv_number(cell: str) -> bool:
+    """A plain decimal number as CSV readers accept it (no Python-only syntax such as '1_000')."""
+    s = cell.strip()
+    if not s or "_" in s:
+        return False
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
+def open_table(path: str, *, fmt: str | None = None, id_column: str | None = None, delimiter: str = ",",
+               encoding: str = "utf-8", chunk_rows: int = _CHUNK_ROWS) -> TableReader:
+    """Open a table for reading in batches (see `TableReader`). Raises `InputError` with a fix."""
+    if len(delimiter) != 1:
+        raise InputError(f"--delimiter must be one character, got {delimiter!r}.")
+    if path != "-" and not os.path.exists(path):
+        raise InputError(f"input file not found: {path}")
+    if path != "-" and os.path.isdir(path):
+        raise InputError(f"{path} is a folder, not a file.")
+    fmt, compression = detect_format(path, fmt)
+    return TableReader(path, fmt, compression, id_column=id_column, delimiter=delimiter, encoding=encoding,
+                       chunk_rows=chunk_rows)  # fmt: skip
+
+
+class TableWriter:
+    """Writes record batches to `path` through a temporary file, renamed into place by `commit()`.
+
+    `abort()` (or leaving the `with` block by an exception, SIGTERM included) removes the temporary file,
+    so a failed or interrupted run never leaves a partial output behind. "-" writes CSV to stdout.
+    """
+
+    def __init__(self, path: str, names: list[str], *, id_column: str | None, fmt: str | None = None,
+                 delimiter: str = ","):
+        self.path = path
+        self.names, self.id_column = names, id_column
+        self.fmt, self.compression = detect_format(path, fmt)
+        self.delimiter = delimiter
+        self._writer = None
+        self._sink = None
+        self._tmp = None
+        self.rows = 0
+        if path != "-":
+            folder = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(folder):
+                raise InputError(f"the output folder {folder} does not exist: create it first.")
+            if os.path.isdir(path):
+                raise InputError(f"{path} is a folder: give a file name for the output.")
+            self._tmp = os.path.join(folder, f".{os.path.basename(path)}.jaxdp-partial-{os.getpid()}")
+
+    def _open(self, schema):
+        pa = _pyarrow()
+        target = self._tmp
+        if self.fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            self._writer = pq.ParquetWriter(target, schema)
+        elif self.fmt == "arrow":
+            self._sink = pa.OSFile(target, "wb")
+            self._writer = pa.ipc.new_file(self._sink, schema)
+        else:
+            import pyarrow.csv as pc
+
+            if self.path == "-":
+                self._sink = pa.PythonFile(sys.stdout.buffer, mode="w")
+            elif self.compression:
+                self._sink = pa.CompressedOutputStream(target, self.compression)
+            else:
+                self._sink = pa.OSFile(target, "wb")
+            self._writer = pc.CSVWriter(self._sink, schema, write_options=self._csv_options(pc))
+
+    def _csv_options(self, pc):
+        """Header names unquoted when they need no quotes (like most CSV writers), values quoted only if needed."""
+        plain = all(not any(ch in n for ch in (self.delimiter, '"', "\n", "\r")) for n in self.names)
+        try:
+            return pc.WriteOptions(delimiter=self.delimiter, batch_size=65_536,
+                                   quoting_header="none" if plain else "needed")  # fmt: skip
+        except TypeError:  # pyarrow without quoting_header: names are quoted
+            return pc.WriteOptions(delimiter=self.delimiter, batch_size=65_536)
+
+    def write(self, records: np.ndarray, ids=None):
+        """Append released records ``[k, d]`` (float32/float64) and their ids (any pyarrow array or list)."""
+        pa = _pyarrow()
+        cols = []
+        j = 0
+        for name in self.names:
+            if name == self.id_column:
+                cols.append(ids if isinstance(ids, (pa.Array, pa.ChunkedArray)) else pa.array(ids))
+            else:
+                cols.append(pa.array(np.ascontiguousarray(records[:, j])))
+                j += 1
+        batch = pa.RecordBatch.from_arrays(cols, names=self.names)
+        if self._writer is None:
+            self._open(batch.schema)
+        if batch.num_rows:
+            self._writer.write(batch) if self.fmt != "parquet" else self._writer.write_batch(batch)
+        self.rows += batch.num_rows
+
+    def commit(self, empty_records: np.ndarray | None = None, empty_ids=None):
+        """Close and move the file into place (an empty table gets its header)."""
+        if self._writer is None:
+            self.write(np.zeros((0, len(self.names) - (self.id_column is not None))) if empty_records is None
+                       else empty_records, empty_ids if empty_ids is not None else [])  # fmt: skip
+        self._writer.close()
+        if self._sink is not None and self.path != "-":
+            self._sink.close()
+        if self._tmp is not None:
+            os.replace(self._tmp, self.path)
+            self._tmp = None
+
+    def abort(self):
+        try:
+            if self._writer is not None:
+                self._writer.close()
+        except Exception:  # noqa: BLE001 - closing a half-written file may fail; it is removed anyway
+            pass
+        if self._tmp is not None and os.path.exists(self._tmp):
+            os.remove(self._tmp)
+        self._tmp = None
+
+    def __enter__(self):
+        self._previous = signal.getsignal(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, _terminate)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        signal.signal(signal.SIGTERM, self._previous)
+        if exc_type is not None:
+            self.abort()
+        return False
+
+
+def _terminate(signum, frame):  # SIGTERM → SystemExit, so that `with TableWriter` removes the partial file
+    raise SystemExit(128 + signum)
+
+
+def atomic_write_text(path: str, text: str):
+    """Write a small text file (the JSON report) through a temporary name."""
+    folder = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(folder, f".{os.path.basename(path)}.jaxdp-partial-{os.getpid()}")
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
