@@ -373,11 +373,11 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
             _emit(writer, out, idx, id_of, args.ids_column, diag)
             empty = np.zeros((0, len(columns)), np.dtype(sa.dtype))
             writer.commit(empty, [] if args.ids_column else None)
+        one_kernel = codec.one_kernel_loop(config, n * len(columns))
     finally:
         backend.fuse_cpu_loops(previous)
         progress.close()
     elapsed = time.perf_counter() - t_run
-    one_kernel = codec.one_kernel_loop(config, n * len(columns))
     eps_f = np.asarray(sa.epsilon_spent)
     reasons = _not_private_reasons(bounds_public=bounds_public, config=config, seeded=seeded)
     records_in = sa.rows_seen
