@@ -204,7 +204,8 @@ class _Frames:
     def blocks(self, get_rows, frames: list[tuple[list[int], int]]):
         """Padded blocks of `frames`; ``get_rows(rows)`` returns the raw records ``[k, d]`` of input rows.
 
-        Returns ``(blocks [B, n, d], rows [B, n] (input row, -1 for padding), eps [B], frame [B])``.
+        Returns ``(blocks [B, n, d], rows [B, n] (input row, -1 for padding), eps [B], frame [B])``; the
+        blocks hold ``record − lo`` (float64 on the host), the coordinates the codec works in.
         Each frame is cut into ⌈r/n⌉ blocks; its last block is padded with the domain midpoint.
         """
         n = self.config.block_size
@@ -220,8 +221,8 @@ class _Frames:
         total = int(per_frame.sum()) * n
         rows = np.full(total, -1, np.int64)
         rows[slots] = flat_rows
-        data = np.broadcast_to(mid, (total, d)).copy()
-        data[slots] = get_rows(flat_rows)
+        data = np.broadcast_to(mid - self.lo, (total, d)).copy()  # coded relative to lo (see `_shift_params`)
+        data[slots] = get_rows(flat_rows) - self.lo
         eps = np.repeat(self.config.epsilon * sizes / self.limit, per_frame)
         frame = np.repeat(np.arange(len(frames)), per_frame)
         return data.reshape(-1, n, d), rows.reshape(-1, n), eps, frame
@@ -295,6 +296,27 @@ def _plan_distinct(planner: _Planner, n_rows: int) -> list[tuple[np.ndarray, int
     its last row; rows after the limit are dropped."""
     frames, _ = planner.feed_distinct(0, n_rows)
     return frames + planner.flush(n_rows - 1)
+
+
+def _shift_params(config, lo, hi, dtype):
+    """Codec tables for the shifted domain ``[0, hi − lo]``.
+
+    The codec works on ``record − lo`` (computed in float64 on the host) and adds ``lo`` back to what it
+    releases: every mechanism depends only on the domain's widths (sensitivities, clipping to the domain,
+    the midpoint prediction), so the output distribution is the same, but float32 keeps its resolution for
+    a narrow domain far from zero (e.g. [10⁹, 10⁹ + 1], where float32 steps are 64 wide).
+    """
+    return codec.params(config, np.zeros_like(lo), hi - lo, dtype)
+
+
+def _output_dtype(lo, hi, dtype):
+    """float64 when float32 cannot resolve the domain near its ends (|bound| > 2¹⁰ × width), else `dtype`."""
+    far = np.max(np.maximum(np.abs(lo), np.abs(hi)) / (hi - lo)) > 2.0**10
+    return np.dtype(np.float64) if far else np.dtype(dtype)
+
+
+def _unshift(x, lo, out_dtype):
+    return (np.asarray(x, np.float64) + lo).astype(out_dtype)
 
 
 def _release(released, rows, perm, frames, block_frame):
@@ -392,13 +414,14 @@ def _compute_dtype(config: HVCConfig, records: np.ndarray):
 
 def _anonymize_planned(key, records, config, ids, lo, hi, private, limit, frames, planner):
     dtype = _compute_dtype(config, records)
-    prm = codec.params(config, lo, hi, dtype)
+    prm = _shift_params(config, lo, hi, dtype)
     fr = _Frames(config, lo, hi, limit, dtype)
     data64 = records.astype(np.float64)
     blocks, rows, eps, block_frame = fr.blocks(lambda r: data64[np.asarray(r, np.int64)], frames)
     state = codec.init(config, records.shape[1], dtype)
     _, released, info = _run_padded(config, prm, state, blocks, key, 0, eps, dtype, pad=False)
     out, index, delay, footrule, frame = _release(released, rows, info.perm, frames, block_frame)
+    out = _unshift(out, lo, _output_dtype(lo, hi, dtype))
     eps_frames = np.array([config.epsilon * len(f[0]) / limit for f in frames])
     return Result(
         records=out, index=index, delay=delay, footrule=footrule,
@@ -449,7 +472,7 @@ def anonymize_many(keys: jax.Array, streams, config: HVCConfig, *, shard: bool =
     frames, planner = _plan_all(config, n_rows, None, limit)
     with _precision(config):
         dtype = _compute_dtype(config, streams[0])
-        prm = codec.params(config, lo, hi, dtype)
+        prm = _shift_params(config, lo, hi, dtype)
         fr = _Frames(config, lo, hi, limit, dtype)
         data64 = streams.astype(np.float64)
         per = [fr.blocks(lambda r, s=s: data64[s][np.asarray(r, np.int64)], frames) for s in range(n_streams)]
@@ -475,6 +498,7 @@ def anonymize_many(keys: jax.Array, streams, config: HVCConfig, *, shard: bool =
         released = np.asarray(released)[:n_streams]
         info = jax.tree_util.tree_map(lambda a: np.asarray(a)[:n_streams], info)
     out, index, delay, footrule, frame = _release(released, rows, info.perm, frames, block_frame)
+    out = _unshift(out, lo, _output_dtype(lo, hi, dtype))
     eps_frames = np.array([config.epsilon * len(f[0]) / limit for f in frames])
     return Result(
         records=out, index=index, delay=delay, footrule=footrule,
@@ -509,8 +533,9 @@ class StreamAnonymizer:
         self.d = self.lo.shape[0]
         with _precision(config):
             self.dtype = _compute_dtype(config, np.zeros((0, self.d), np.float32))
-            self.prm = codec.params(config, self.lo, self.hi, self.dtype)
+            self.prm = _shift_params(config, self.lo, self.hi, self.dtype)
             self.state = codec.init(config, self.d, self.dtype)
+        self.out_dtype = _output_dtype(self.lo, self.hi, self.dtype)
         self.planner = _Planner(config.frame_size, config.target_length)
         self.frames_fr = _Frames(config, self.lo, self.hi, config.target_length, self.dtype)
         self.pending: dict[int, np.ndarray] = {}  # input row -> record, for buffered rows only
@@ -578,7 +603,7 @@ class StreamAnonymizer:
     def _process(self, frames):
         """Run the codec on all frames emitted by one call, as one scan (same keys as batch)."""
         if not frames:
-            return np.zeros((0, self.d)), np.zeros(0, np.int64)
+            return np.zeros((0, self.d), self.out_dtype), np.zeros(0, np.int64)
         blocks, rows, eps, _ = self.frames_fr.blocks(lambda r: np.stack([self.pending[i] for i in r]), frames)
         with _precision(self.config):
             self.state, released, info = _run_padded(
@@ -594,4 +619,5 @@ class StreamAnonymizer:
         keep_from = min(self.planner.buffer.values(), default=self.rows_seen)
         for r in [r for r in self.pending if r < keep_from]:
             del self.pending[r]
-        return _stream_release(np.asarray(released), rows, np.asarray(info.perm))
+        out, index = _stream_release(np.asarray(released), rows, np.asarray(info.perm))
+        return _unshift(out, self.lo, self.out_dtype), index

@@ -426,3 +426,23 @@ def test_one_privacy_rule_for_result_stream_and_cli(key):
     assert release_is_private(public_bounds=True, reorder="none", reproducible_seed=True) is False
     assert release_is_private(public_bounds=False, reorder="none") is False
     assert release_is_private(public_bounds=True, reorder="paper") is False
+
+
+def test_a_narrow_domain_far_from_zero_keeps_its_resolution(key):
+    """The codec works on record − lo (host float64) and adds lo back: [1e9, 1e9 + 1] does not collapse to
+    float32's 64-wide steps; the release is float64 there, and the same as for the domain [0, 1]."""
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0, 1, (96, 2))
+    cfg_far = jaxdp.HVCConfig(8, 3, 1e3, bounds=(np.full(2, 1e9), np.full(2, 1e9 + 1.0)), target_length=96)
+    cfg_near = jaxdp.HVCConfig(8, 3, 1e3, bounds=(np.zeros(2), np.ones(2)), target_length=96)
+    far = jaxdp.anonymize(key, x + 1e9, cfg_far)
+    near = jaxdp.anonymize(key, x, cfg_near)
+    assert far.records.dtype == np.float64 and near.records.dtype == np.float32
+    assert len(np.unique(far.records)) > 50
+    np.testing.assert_allclose(far.records - 1e9, near.records, atol=1e-6)
+    sa = jaxdp.StreamAnonymizer(cfg_far, key)
+    o1, _ = sa.push(x[:3] + 1e9)  # nothing released yet: still the release dtype
+    o2, _ = sa.push(x[3:] + 1e9)
+    o3, _ = sa.flush()
+    assert o1.dtype == o2.dtype == o3.dtype == np.float64
+    np.testing.assert_array_equal(np.concatenate([o1, o2, o3]), far.records)
