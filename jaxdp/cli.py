@@ -172,10 +172,17 @@ def _parse_bounds(text: str | None, columns: list[str]):
         if not hi[j] > lo[j]:
             raise InputError(f"--bounds, column {columns[j]!r}: the domain [{lo[j]:g}, {hi[j]:g}] needs hi > lo "
                              "(positive widths).")  # fmt: skip
-    float32_max = float(np.finfo(np.float32).max)
-    if np.any(np.abs(lo) > float32_max / 4) or np.any(np.abs(hi) > float32_max / 4):
-        raise InputError("--bounds exceed what float32 can hold: pass --noise float64 (or rescale the data).")
     return lo, hi
+
+
+def _check_range(bounds, noise):
+    """float32 holds ±3.4e38: wider domains need --noise float64 (a narrow domain far from zero is fine)."""
+    if noise == "float64":
+        return
+    limit = float(np.finfo(np.float32).max) / 4
+    if np.any(np.abs(bounds[0]) > limit) or np.any(np.abs(bounds[1]) > limit):
+        raise InputError("the domain exceeds what float32 can hold (values near 1e38 or larger): pass --noise "
+                         "float64, or rescale the data.")  # fmt: skip
 
 
 def _parse_split(text):
@@ -300,6 +307,7 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
         target = target or rows
     if args.bounds != "data":
         how, bounds_public = "public bounds given with --bounds", True
+    _check_range(bounds, args.noise)
     return _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, target, delay, split, seed,
                       rows, t_start)  # fmt: skip
 

@@ -136,6 +136,8 @@ class TableReader:
             return pa.PythonFile(sys.stdin.buffer, mode="r")
         if not os.path.isfile(self.path):
             raise InputError(f"input file not found: {self.path}")
+        if os.path.getsize(self.path) == 0:
+            raise InputError(f"{self.path} is empty: expected a header row and numeric records.")
         magic = _sniff(self.path)
         codec = self.compression
         for prefix, name in _MAGIC:  # the content decides, whatever the file is called
@@ -146,8 +148,12 @@ class TableReader:
         if magic.startswith(b"ARROW1"):
             raise InputError(f"{self.path} is an Arrow IPC file: name it .arrow (or pass --format arrow).")
         try:
+            if codec == "xz":  # pyarrow has no xz codec: Python's lzma module
+                import lzma
+
+                return pa.PythonFile(lzma.open(self.path, "rb"), mode="r")
             return pa.input_stream(self.path, compression=codec)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as err:
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, ValueError) as err:
             raise InputError(f"{self.path}: cannot open as {codec}-compressed CSV ({err}).") from None
 
     def _csv_open(self, stream, column_types=None):
@@ -267,10 +273,24 @@ class TableReader:
         import pyarrow as pa
 
         try:
-            raw = pa.input_stream(self.path, compression=self._codec_for_rescan()).read()
-            text = raw.decode(self.encoding, errors="strict")
-        except (UnicodeDecodeError, LookupError, pa.ArrowInvalid, OSError):
+            codec = self._codec_for_rescan()
+            if codec == "xz":
+                import lzma
+
+                with lzma.open(self.path, "rb") as f:
+                    raw = f.read()
+            else:
+                raw = pa.input_stream(self.path, compression=codec).read()
+        except (pa.ArrowInvalid, OSError, ValueError):
             return None
+        try:
+            text = raw.decode(self.encoding, errors="strict")
+        except UnicodeDecodeError as err:
+            line = raw[: err.start].count(b"\n") + 1
+            return (f"{self.path}, line {line}: not valid {self.encoding} text (byte {raw[err.start]:#x}); pass the "
+                    "file's encoding, e.g. --encoding latin-1.")  # fmt: skip
+        except LookupError:
+            return f"--encoding {self.encoding!r} is not an encoding Python knows (try utf-8 or latin-1)."
         text = text.lstrip("\ufeff")
         reader = csv.reader(io.StringIO(text, newline=""), delimiter=self.delimiter)
         header = next(reader, [])
@@ -368,6 +388,10 @@ class TableWriter:
 
             if self.path == "-":
                 self._sink = pa.PythonFile(sys.stdout.buffer, mode="w")
+            elif self.compression == "xz":  # pyarrow has no xz codec: Python's lzma module
+                import lzma
+
+                self._sink = pa.PythonFile(lzma.open(target, "wb"), mode="w")
             elif self.compression:
                 self._sink = pa.CompressedOutputStream(target, self.compression)
             else:
