@@ -283,7 +283,7 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
                          "'lo:hi,...' pairs, or 'data' for the paper's 1.5 x max rule (NOT private).")  # fmt: skip
     bounds = _parse_bounds(args.bounds, columns)
     target = args.target_length
-    need_scan = target is None or bounds is None
+    need_scan = bounds is None or (target is None and reader.rows is None)
     if need_scan and path == "-":
         raise InputError("reading stdin needs --target-length (the number of records to protect) and public "
                          "--bounds: stdin cannot be read twice.")  # fmt: skip
@@ -304,7 +304,7 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
             bounds = (np.zeros(len(columns)), width)
             how = "1.5 x data max (paper Sec. 5.4) -- NOT private: these bounds read the data"
             bounds_public = False
-        target = target or rows
+    target = target or rows
     if args.bounds != "data":
         how, bounds_public = "public bounds given with --bounds", True
     _check_range(bounds, args.noise)
@@ -363,7 +363,7 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
         with TableWriter(args.output, reader.names, id_column=args.ids_column, fmt=args.output_format,
                          delimiter=args.delimiter) as writer, warnings.catch_warnings():  # fmt: skip
             warnings.simplefilter("ignore", BudgetExhaustedWarning)  # said below, in plain words
-            for x, ids, row0 in reader.batches():
+            for x, ids, row0 in _prefetch(reader.batches()):
                 if strict:
                     _strict_check(reader, x, row0, lo, hi, columns)
                 id_list = None if ids is None else ids.to_pylist()
@@ -440,6 +440,45 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
             print(f"    SSE {d['sse']:.4e} = {d['sse_vs_midpoint']:.3g} x releasing the midpoint, "
                   f"{d['sse_vs_pln_expected']:.3g} x the PLN expectation", file=out)  # fmt: skip
     return 0
+
+
+def _prefetch(batches, depth: int = 2):
+    """Read (parse) the next batches in a background thread while the codec works on the current one
+    (pyarrow and XLA release the GIL). Errors are re-raised in the caller's thread, in order."""
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    done = object()
+    stop = threading.Event()
+
+    def work():
+        try:
+            for item in batches:
+                if stop.is_set():
+                    return
+                q.put(item)
+            q.put(done)
+        except BaseException as err:  # noqa: BLE001 - handed to the consumer
+            q.put(err)
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = q.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while thread.is_alive():  # let the reader finish its current batch
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                thread.join(timeout=0.05)
 
 
 def _emit(writer, out, idx, id_of, id_column, diag):

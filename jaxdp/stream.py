@@ -564,8 +564,11 @@ class StreamAnonymizer:
             first = self.rows_seen
             emitted, n_open = self.planner.feed_distinct(first, records.shape[0])
             self.rows_seen += records.shape[0]
-            self.pending.update(zip(range(first, first + n_open), np.asarray(records[:n_open], np.float64)))
-            return self._compact(self._process(emitted))
+            chunk = np.asarray(records[:n_open], np.float64)
+            out = self._process(emitted, chunk, first)  # frames read this chunk directly (no per-row Python)
+            # keep own copies of the (< m) raw records still buffered
+            self.pending.update((r, chunk[r - first].copy()) for r in self.planner.buffer.values() if r >= first)
+            return out
         emitted = []
         for j in range(records.shape[0]):
             row = self.rows_seen
@@ -600,11 +603,23 @@ class StreamAnonymizer:
     def dropped(self) -> int:
         return self.planner.dropped
 
-    def _process(self, frames):
+    def _rows(self, r, chunk, first):
+        """Raw records of input rows `r`: from the pushed `chunk` (rows ≥ first) or the buffered `pending`."""
+        r = np.asarray(r, np.int64)
+        if chunk is None:
+            return np.stack([self.pending[i] for i in r])
+        out = np.empty((r.shape[0], self.d))
+        new = r >= first
+        out[new] = chunk[r[new] - first]
+        if not new.all():
+            out[~new] = np.stack([self.pending[i] for i in r[~new]])
+        return out
+
+    def _process(self, frames, chunk=None, first=0):
         """Run the codec on all frames emitted by one call, as one scan (same keys as batch)."""
         if not frames:
             return np.zeros((0, self.d), self.out_dtype), np.zeros(0, np.int64)
-        blocks, rows, eps, _ = self.frames_fr.blocks(lambda r: np.stack([self.pending[i] for i in r]), frames)
+        blocks, rows, eps, _ = self.frames_fr.blocks(lambda r: self._rows(r, chunk, first), frames)
         with _precision(self.config):
             self.state, released, info = _run_padded(
                 self.config, self.prm, self.state, blocks, self.key, self.blocks_done, eps, self.dtype, pad=True
@@ -612,12 +627,9 @@ class StreamAnonymizer:
         self.blocks_done += blocks.shape[0]
         self.frames_done += len(frames)
         self.epsilon_spent.extend(float(self.config.epsilon * len(f[0]) / self.config.target_length) for f in frames)
-        for frame_rows, _ in frames:  # forget the raw records of these frames ...
-            for r in frame_rows:
-                self.pending.pop(r, None)
-        # ... and of superseded rows, which no frame can need any more
-        keep_from = min(self.planner.buffer.values(), default=self.rows_seen)
-        for r in [r for r in self.pending if r < keep_from]:
+        # forget the raw records of rows that left the buffer (released, or superseded by an update)
+        buffered = set(self.planner.buffer.values())
+        for r in [r for r in self.pending if r not in buffered]:
             del self.pending[r]
         out, index = _stream_release(np.asarray(released), rows, np.asarray(info.perm))
         return _unshift(out, self.lo, self.out_dtype), index
