@@ -289,9 +289,12 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
                          "--bounds: stdin cannot be read twice.")  # fmt: skip
     rows = reader.rows
     if need_scan:
-        scanned, mx, mn = _scan(open_table(path, fmt=args.input_format, id_column=args.ids_column,
-                                           delimiter=args.delimiter, encoding=args.encoding, chunk_rows=args.chunk))
-        rows = scanned
+        again = open_table(path, fmt=args.input_format, id_column=args.ids_column, delimiter=args.delimiter,
+                           encoding=args.encoding, chunk_rows=args.chunk)  # fmt: skip
+        if bounds is None:
+            rows, mx, mn = _scan(again)
+        else:  # only the length is needed: count rows without converting numbers
+            rows = again.count_rows()
         if rows == 0:
             raise InputError(f"{path} has a header but no records.")
         if bounds is None:  # the paper's rule reads the data: NOT private

@@ -92,7 +92,7 @@ class TableReader:
             import pyarrow.parquet as pq
 
             try:
-                self._pq = pq.ParquetFile(self.path)
+                self._pq = pq.ParquetFile(self.path, pre_buffer=False)  # pre-buffering kept the whole file (1 GB at 1e7 rows)
             except (pa.ArrowInvalid, OSError) as err:
                 raise InputError(f"{self.path} is not a readable Parquet file ({err}).") from None
             names = list(self._pq.schema_arrow.names)
@@ -178,6 +178,26 @@ class TableReader:
         reader.close() if hasattr(reader, "close") else None
         return names
 
+    def count_rows(self) -> int:
+        """The number of data rows (a pass over the file that converts no numbers; Parquet/Arrow: metadata)."""
+        if self.rows is not None:
+            return self.rows
+        import pyarrow.csv as pc
+
+        pa = _pyarrow()
+        first = self.names[0]
+        reader = self._csv_open(self._raw_stream())
+        reader.close() if hasattr(reader, "close") else None
+        read = pc.ReadOptions(block_size=1 << 22, encoding=self.encoding)
+        conv = pc.ConvertOptions(include_columns=[first], column_types={first: pa.string()}, null_values=[],
+                                 strings_can_be_null=False)  # fmt: skip
+        try:
+            reader = pc.open_csv(self._raw_stream(), read_options=read,
+                                 parse_options=pc.ParseOptions(delimiter=self.delimiter), convert_options=conv)  # fmt: skip
+            return sum(batch.num_rows for batch in reader)
+        except (pa.ArrowInvalid, UnicodeDecodeError) as err:
+            raise self._csv_error(err) from None
+
     # -- data ---------------------------------------------------------------------------------
     def batches(self) -> Iterator[tuple[np.ndarray, object, int]]:
         """Yield ``(records float64 [k, d], ids (pyarrow array or None), first data row index)``."""
@@ -206,7 +226,7 @@ class TableReader:
     def _record_batches(self):
         pa = _pyarrow()
         if self.fmt == "parquet":
-            yield from self._pq.iter_batches(batch_size=self.chunk_rows)
+            yield from self._pq.iter_batches(batch_size=self.chunk_rows, use_threads=False)
             return
         if self.fmt == "arrow":
             if isinstance(self._ipc, pa.ipc.RecordBatchFileReader):
