@@ -1,10 +1,21 @@
-"""Shared fixtures: strict dtype promotion, typed keys, float32/float64 (x64) parametrization."""
+"""Shared fixtures: strict dtype promotion, typed keys, float32/float64 (x64) parametrization.
+
+Compiled programs are kept in JAX's persistent compilation cache (``$JAXDP_TEST_CACHE``, default a folder
+in the temporary directory), so parallel workers (pytest-xdist) and later runs reuse each other's
+compilations; the cache never changes what a program computes.
+"""
+
+import os
+import tempfile
 
 import jax
 import numpy as np
 import pytest
 
 jax.config.update("jax_numpy_dtype_promotion", "strict")
+jax.config.update("jax_compilation_cache_dir", os.environ.get("JAXDP_TEST_CACHE", os.path.join(tempfile.gettempdir(), "jaxdp-test-jax-cache")))
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
 @pytest.fixture
