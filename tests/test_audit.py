@@ -12,7 +12,12 @@ from audits import CASES
 from jaxdp import audit
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+FAST = {"laplace", "exponential", "public seed (mutant) vs secret key", "mode choice"}
+
+
+@pytest.mark.parametrize(
+    "name", [n if n in FAST else pytest.param(n, marks=pytest.mark.slow) for n in sorted(CASES)]
+)  # the others run in CI's second step (`pytest -m slow`)
 def test_audit_bound_is_below_the_claim_and_the_mutant_is_caught(name, key):
     eps, mech, mutant, x, x_prime, kw = CASES[name]()
     trials = 50_000 if kw.get("batched") else 100_000

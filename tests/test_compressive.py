@@ -117,6 +117,7 @@ def test_private_choice_of_s_stays_below_max_sparsity(key):
 
 
 # ------------------------------------------------------------------ binary-tree counter
+@pytest.mark.slow
 def test_tree_counter_error_variance_matches_popcount_and_grows_like_log_1_5(key, x64):
     eps = 1.0
     rms = []
@@ -240,6 +241,7 @@ def test_min_c5_fast_paths_match_the_matrix():
     assert bound < 1.15 * exact
 
 
+@pytest.mark.slow
 def test_batched_runs_match_single_runs_in_distribution_and_shape(key):
     d = C.synthetic_compressible(5, n=128)
     keys = jax.random.split(key, 6)
@@ -266,6 +268,7 @@ def test_sensitivity_and_constants_must_be_positive(key):
         C.cmco(key, d, epsilon=1.0, k=2, sparsity=1, times=[8], l1_sensitivity=0.0)
 
 
+@pytest.mark.slow
 def test_noise_options_exact_where_it_exists(key):
     d = C.synthetic_compressible(1, n=64)
     keys = jax.random.split(key, 12)
@@ -286,3 +289,10 @@ def test_noise_options_exact_where_it_exists(key):
               lambda: C.TreeCounter(key, epsilon=1.0, horizon=4, noise="grid")):
         with pytest.raises(ValueError, match="exact"):
             f()
+
+
+def test_exact_noise_is_on_the_grid_and_refused_where_it_does_not_exist(key):
+    lap = np.asarray(C.laplace_identity(key, np.zeros(1000), epsilon=2.0, noise="grid"))
+    np.testing.assert_array_equal(lap * 256, np.round(lap * 256))  # on the grid 2^-8 (Δ = 1)
+    with pytest.raises(ValueError, match="exact"):
+        C.tree_counter(key, np.ones(8), epsilon=1.0, noise="grid")

@@ -232,7 +232,7 @@ def _php_exact(h, eps):
     return out
 
 
-@pytest.mark.parametrize("noise", ["float", "grid"])
+@pytest.mark.parametrize("noise", ["float", pytest.param("grid", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("h", [[0, 5, 5, 1], [3, 0, 0, 4, 4, 0], [9, 0, 1, 0, 7]])
 def test_php_level_parallel_execution_has_the_fifo_algorithms_distribution(h, key, x64, noise):
     """Also for noise="grid": the exact per-segment exponential mechanisms (integer scores on a grid of
@@ -377,7 +377,7 @@ def test_bad_input_is_rejected_with_clear_errors(key):
         H.kl_divergence([0, 0], [1.0, 1.0])
 
 
-@pytest.mark.parametrize("method", ["lpa", "fpa", "efpa", "php"])
+@pytest.mark.parametrize("method", ["lpa"] + [pytest.param(m, marks=pytest.mark.slow) for m in ("fpa", "efpa", "php")])
 def test_exact_noise_releases_are_on_the_grid_and_as_accurate_as_float(method, key):
     h = H.synthetic_histogram(3, n=256, kind="smooth", total=20_000)
     kw = dict(k=16) if method == "fpa" else {}

@@ -41,7 +41,7 @@ def test_ba_without_nullification_would_break_the_window(x64, key):
     assert wevent.window_sums(res.eps1, eps2, 3)[4] == pytest.approx(7 / 6)  # "7ε/6 > ε" in the paper
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(
     method=st.sampled_from(wevent.METHODS),
     w=st.integers(1, 12),
@@ -225,7 +225,7 @@ def test_start_beyond_the_key_index_is_refused(key):
         wevent.run(key, np.ones((10, 2)), method="bd", w=3, epsilon=1.0, start=2**32 - 5)
 
 
-@pytest.mark.parametrize("method", wevent.METHODS)
+@pytest.mark.parametrize("method", [pytest.param(m, marks=pytest.mark.slow) for m in wevent.METHODS])
 def test_exact_noise_keeps_the_window_lands_on_the_grid_and_matches_float_accuracy(key, method):
     counts = wevent.synthetic_counts(4, timestamps=60, columns=8)
     keys = jax.random.split(key, 12)
