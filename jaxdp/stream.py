@@ -172,7 +172,28 @@ class _Planner:
         return rows, release_row
 
 
+def _table_to_array(records):
+    """A pandas DataFrame or a pyarrow Table of numeric columns as a float64 array [N, d] (column order kept)."""
+    if hasattr(records, "column_names") and hasattr(records, "num_rows"):  # pyarrow Table / RecordBatch
+        import pyarrow as pa
+
+        cols = []
+        for name, col in zip(records.column_names, records.columns):
+            if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+                raise TypeError(f"column {name!r} has type {col.type}: pass only numeric columns (ids go to `ids=`).")
+            cols.append(np.asarray(col.cast(pa.float64()).to_numpy(zero_copy_only=False), np.float64))
+        return np.stack(cols, axis=1) if cols else np.zeros((records.num_rows, 0))
+    if hasattr(records, "to_numpy") and hasattr(records, "dtypes") and hasattr(records, "columns"):  # DataFrame
+        bad = [c for c, t in zip(records.columns, records.dtypes) if getattr(t, "kind", "O") not in "iuf"]
+        if bad:
+            raise TypeError(f"columns {bad} are not numeric: pass only numeric columns (ids go to `ids=`), e.g. "
+                            "df[numeric_columns].to_numpy().")  # fmt: skip
+        return records.to_numpy(dtype=np.float64)
+    return records
+
+
 def _check_records(records, d: int | None = None) -> np.ndarray:
+    records = _table_to_array(records)
     if not hasattr(records, "shape"):
         records = np.asarray(records)
     if records.ndim != 2 or records.shape[1] < 1:
@@ -188,6 +209,10 @@ def _check_records(records, d: int | None = None) -> np.ndarray:
 def _check_ids(ids, n: int):
     if ids is None:
         return None
+    if hasattr(ids, "to_pylist"):  # a pyarrow array
+        ids = ids.to_pylist()
+    elif hasattr(ids, "to_numpy") and not hasattr(ids, "shape"):
+        ids = ids.to_numpy()
     ids = list(np.asarray(ids).tolist()) if hasattr(ids, "shape") else list(ids)
     if len(ids) != n:
         raise ValueError(f"ids must give one subject per record: {len(ids)} ids for {n} records.")

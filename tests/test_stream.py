@@ -447,3 +447,20 @@ def test_a_narrow_domain_far_from_zero_keeps_its_resolution(key):
     o3, _ = sa.flush()
     assert o1.dtype == o2.dtype == o3.dtype == np.float64
     np.testing.assert_array_equal(np.concatenate([o1, o2, o3]), far.records)
+
+
+def test_tables_are_accepted_as_users_have_them(key):
+    import pyarrow as pa
+
+    data = CENSUS[:48].astype(np.float64)
+    cfg = jaxdp.HVCConfig(8, 3, 50.0, bounds=BOUNDS, target_length=48)
+    ref = jaxdp.anonymize(key, data, cfg).records
+    table = pa.table({f"c{j}": data[:, j] for j in range(13)})
+    np.testing.assert_array_equal(jaxdp.anonymize(key, table, cfg).records, ref)
+    with pytest.raises(TypeError, match="ids go to"):
+        jaxdp.anonymize(key, table.append_column("name", pa.array(["x"] * 48)), cfg)
+    try:
+        import pandas as pd
+    except ImportError:
+        return
+    np.testing.assert_array_equal(jaxdp.anonymize(key, pd.DataFrame(data), cfg).records, ref)
