@@ -8,7 +8,7 @@ import numpy as np
 
 from jaxdp import _checks, mechanisms
 from jaxdp.config import HVCConfig
-from jaxdp.stream import Result, _prepare
+from jaxdp.stream import Result, _frame_epsilon, _prepare
 
 __all__ = ["pln", "midpoint"]
 
@@ -17,7 +17,7 @@ def _plan(records, config, ids):
     records, _, lo, hi, private, limit, frames, planner = _prepare(records, config, ids)
     index = np.concatenate([np.asarray(f[0], np.int64) for f in frames])
     frame = np.concatenate([np.full(len(f[0]), i) for i, f in enumerate(frames)])
-    eps_frames = np.array([config.epsilon * len(f[0]) / limit for f in frames])
+    eps_frames = _frame_epsilon(config, [len(f[0]) for f in frames], limit)
     return records, lo, hi, private, planner, index, frame, eps_frames
 
 
@@ -57,7 +57,7 @@ def pln(key: jax.Array, records, config: HVCConfig, *, ids=None) -> Result:
         out = release(key, xj) if key.shape == () else jax.vmap(release, in_axes=(0, None))(key, xj)
         out = np.asarray(out).reshape(shape)
     return Result(
-        records=out, index=index, delay=np.zeros_like(index), footrule=np.zeros_like(index),
+        records=out, index=index, delay=np.zeros_like(index), footrule=np.zeros_like(index), capped=planner.capped,
         superseded=planner.superseded, dropped=planner.dropped, epsilon_spent=eps_frames, frame=frame,
         info=None, private=private, lo=lo, hi=hi,
     )  # fmt: skip
@@ -68,7 +68,7 @@ def midpoint(records, config: HVCConfig, *, ids=None) -> Result:
     records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, ids)
     out = np.broadcast_to(0.5 * (lo + hi), (index.shape[0], lo.shape[0])).copy()
     return Result(
-        records=out, index=index, delay=np.zeros_like(index), footrule=np.zeros_like(index),
+        records=out, index=index, delay=np.zeros_like(index), footrule=np.zeros_like(index), capped=planner.capped,
         superseded=planner.superseded, dropped=planner.dropped, epsilon_spent=np.zeros_like(eps_frames),
         frame=frame, info=None, private=private, lo=lo, hi=hi,
     )  # fmt: skip

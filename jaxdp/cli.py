@@ -220,6 +220,10 @@ def _check_anonymize_args(args):
     _positive_int("block", args.block, 1, MAX_BLOCK)
     _positive_int("history", args.history, 1, MAX_HISTORY)
     _positive_int("target-length", args.target_length)
+    _positive_int("records-per-subject", args.records_per_subject)
+    if args.records_per_subject is not None and args.target_length is not None:
+        raise InputError("give either --target-length (the paper's accounting: ε·r/l per frame) or "
+                         "--records-per-subject (ε/k per frame), not both.")  # fmt: skip
     _positive_int("delay", args.delay)
     _positive_int("chunk", args.chunk)
     _finite("epsilon", args.epsilon)
@@ -283,7 +287,8 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
                          "'lo:hi,...' pairs, or 'data' for the paper's 1.5 x max rule (NOT private).")  # fmt: skip
     bounds = _parse_bounds(args.bounds, columns)
     target = args.target_length
-    need_scan = bounds is None or (target is None and reader.rows is None)
+    per_subject = args.records_per_subject
+    need_scan = bounds is None or (target is None and per_subject is None and reader.rows is None)
     if need_scan and path == "-":
         raise InputError("reading stdin needs --target-length (the number of records to protect) and public "
                          "--bounds: stdin cannot be read twice.")  # fmt: skip
@@ -326,7 +331,7 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
     from jaxdp.stream import BudgetExhaustedWarning
 
     n = args.block
-    kw = dict(target_length=target, bounds=bounds, history=args.history)
+    kw = dict(target_length=target, records_per_subject=args.records_per_subject, bounds=bounds, history=args.history)
     if split is not None:
         kw["split"] = split
     for name in ("theta", "accounting", "order"):
@@ -403,7 +408,10 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
         "records_out": int(writer.rows),
         "superseded": int(sa.superseded),
         "dropped": int(sa.dropped),
+        "capped": int(sa.capped),
         "budget_exhausted": bool(sa.dropped > 0),
+        "unit_of_privacy": (f"a subject with at most {config.records_per_subject} released records (ε/k per frame)"
+                            if config.records_per_subject else f"a record among l = {target} (ε·r/l per frame of r)"),
         "epsilon_total": float(config.epsilon),
         "epsilon_spent": float(eps_f.sum()),
         "epsilon_per_frame_max": float(eps_f.max()) if eps_f.size else 0.0,
@@ -415,7 +423,7 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
         "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in _config_dict(config).items()},
     }
     if diag is not None:
-        report["curator_diagnostics_NOT_PRIVATE"] = diag.summary(config, eps_f, target, NOT_PRIVATE_NOTE)
+        report["curator_diagnostics_NOT_PRIVATE"] = diag.summary(eps_f, np.asarray(sa.frame_sizes), NOT_PRIVATE_NOTE)
     if args.report:
         atomic_write_text(args.report, json.dumps(report, indent=2))
     out = sys.stderr if args.output == "-" else sys.stdout
@@ -425,9 +433,14 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
           f"({records_in / max(elapsed, 1e-9):,.0f} records/s)", file=out)  # fmt: skip
     print(f"  key: {'reproducible seed: NOT private' if seeded else 'fresh from the operating system (secret, not stored)'}",
           file=out)  # fmt: skip
-    print(f"  records in {records_in}, out {writer.rows}, superseded {sa.superseded}, dropped {sa.dropped}", file=out)
-    print(f"  epsilon spent {eps_f.sum():.4g} of {config.epsilon:g} (at most {report['epsilon_per_frame_max']:.4g} "
-          "per frame)", file=out)  # fmt: skip
+    print(f"  records in {records_in}, out {writer.rows}, superseded {sa.superseded}, dropped {sa.dropped}"
+          + (f", capped {sa.capped}" if config.records_per_subject else ""), file=out)  # fmt: skip
+    if config.records_per_subject:
+        print(f"  epsilon {config.epsilon:g} per subject: {config.epsilon / config.records_per_subject:.4g} per frame, "
+              f"at most {config.records_per_subject} released record(s) per subject", file=out)  # fmt: skip
+    else:
+        print(f"  epsilon spent {eps_f.sum():.4g} of {config.epsilon:g} (at most {report['epsilon_per_frame_max']:.4g} "
+              "per frame)", file=out)  # fmt: skip
     print(f"  private: {'yes' if private else 'NO'}", file=out)
     for reason in reasons:
         print(f"jaxdp anonymize: WARNING: this release is NOT differentially private: {reason}.", file=sys.stderr)
@@ -523,9 +536,8 @@ class _Diagnostics:
         self.mid += np.sum((0.5 * (self.lo + self.hi) - x) ** 2, axis=0)
         self.clipped += np.sum((x < self.lo) | (x > self.hi), axis=0)
 
-    def summary(self, config, eps_f, target, note):
+    def summary(self, eps_f, frame_sizes, note):
         width = self.hi - self.lo
-        frame_sizes = eps_f * target / config.epsilon
         pln = float(np.sum(frame_sizes * len(width) * 2.0 * (width.sum() / eps_f) ** 2)) if eps_f.size else 0.0
         sse, mid = float(self.sse.sum()), float(self.mid.sum())
         return {
@@ -638,6 +650,10 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--target-length", type=int, default=None,
                    help="records to protect l (default: the number of input rows; needed for stdin); later "
                         "records are dropped")
+    g.add_argument("--records-per-subject", type=int, default=None, metavar="K",
+                   help="unit of privacy: a subject with at most K released records; each frame spends ε/K and the "
+                        "stream may be of any length (with --ids-column a subject's records beyond its K-th are "
+                        "dropped; without ids, K is your declaration). Exclusive with --target-length")
     g.add_argument("--seed", default=None,
                    help="reproduce a release from this integer seed in [0, 2**64) -- NOT private: anyone who knows "
                         "the seed can recompute the noise. Default: a fresh secret key from the operating system")

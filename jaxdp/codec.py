@@ -239,7 +239,9 @@ def run_streams(config: HVCConfig, prm: CodecParams, state: CodecState, blocks, 
 
 def _static(config: HVCConfig) -> HVCConfig:
     """The part of a config the compiled loop depends on (ε, l, bounds and b enter as arrays)."""
-    return dataclasses.replace(config, epsilon=1.0, target_length=None, bounds=((0.0,), (1.0,)), frame_blocks=1)
+    return dataclasses.replace(
+        config, epsilon=1.0, target_length=None, records_per_subject=None, bounds=((0.0,), (1.0,)), frame_blocks=1
+    )
 
 
 def run(

@@ -28,8 +28,14 @@ class HVCConfig:
       frame_blocks: b, blocks per frame; a frame holds m = n·b records and the delay is δ = m.
       epsilon: total budget ε protecting `target_length` records (paper Sec. 4.1): each full
         frame spends ε_j = ε·m/l, a shorter frame of r records ε·r/l.
-      target_length: l, the number of records to protect; None = the length of the input stream
-        (batch only: `StreamAnonymizer` needs it). Records beyond l are dropped and counted.
+      target_length: l, the number of records to protect (the paper's accounting: each frame of r
+        records spends ε·r/l, the whole stream ε); None = the length of the input stream (batch only:
+        `StreamAnonymizer` needs it, or `records_per_subject`). Records beyond l are dropped and counted.
+      records_per_subject: k, the unit-of-privacy accounting: a subject contributes at most k released
+        records, so each frame spends ε/k (frames hold distinct subjects) and the stream may be
+        unbounded. With subject ids, a subject's records beyond its k-th are dropped and counted
+        (`Result.capped`); without ids every row is taken as its own subject and k is the curator's
+        declaration that no person has more than k rows. Exclusive with `target_length`.
       bounds: public domain: ``(lo, hi)`` arrays of length d, or widths Λ (domain ``[0, Λ]``), or
         the string ``"data"`` for the paper's 1.5 × max rule, which reads the data and is **not
         private** (the result is then flagged ``private=False``).
@@ -63,6 +69,7 @@ class HVCConfig:
     epsilon: float
     _: dataclasses.KW_ONLY
     target_length: int | None = None
+    records_per_subject: int | None = None
     bounds: object = None
     split: tuple[float, float, float] = (1 / 3, 1 / 3, 1 / 3)
     kinds: tuple[str, ...] = ("dct", "dst", "dht")
@@ -84,6 +91,13 @@ class HVCConfig:
         _checks.positive_scalar("epsilon", self.epsilon)
         if self.target_length is not None:
             _checks.size("target_length", self.target_length)
+        if self.records_per_subject is not None:
+            _checks.size("records_per_subject", self.records_per_subject)
+            if self.target_length is not None:
+                raise ValueError(
+                    "give either target_length (the paper's accounting: ε·r/l per frame of r records) or "
+                    "records_per_subject (ε/k per frame), not both."
+                )
         if self.bounds is None:
             raise ValueError(
                 "bounds are required: give the public domain as (lo, hi) or widths; "

@@ -64,6 +64,8 @@ class Result:
         ``reorder="none"``; their sum per block is the block's footrule ≤ c_R), ``[N_out]``.
       superseded: input rows replaced by a later update of the same subject within a buffer.
       dropped: input rows after the target length l was reached (the budget is spent).
+      capped: input rows dropped because their subject already had `records_per_subject` released
+        records (contribution bounding; only with subject ids).
       epsilon_spent: ε spent per frame, ``[F]`` (its sum is ≤ config.epsilon).
       frame: frame number of each released record, ``[N_out]``.
       info: per-block `codec.BlockInfo` (mode, kind, t, epsilon, perm), ``[B]`` (or ``[R, B]``).
@@ -83,6 +85,7 @@ class Result:
     footrule: np.ndarray
     superseded: int
     dropped: int
+    capped: int
     epsilon_spent: np.ndarray
     frame: np.ndarray
     info: object
@@ -104,13 +107,16 @@ class Result:
 class _Planner:
     """Incremental buffer: decides which input rows form each frame and when it is emitted."""
 
-    def __init__(self, m: int, limit: int | None):
+    def __init__(self, m: int, limit: int | None, cap: int | None = None):
         self.m = m
         self.limit = limit  # l, or None for "no limit"
+        self.cap = cap  # k records per subject, or None
         self.buffer: OrderedDict = OrderedDict()  # subject -> input row (latest tuple)
         self.accepted = 0  # distinct records released or buffered
+        self.per_subject: dict = {}  # subject -> records accepted (only with a cap)
         self.superseded = 0
         self.dropped = 0
+        self.capped = 0
         self.closed = False
 
     def feed(self, row: int, subject) -> list[tuple[list[int], int]]:
@@ -122,6 +128,12 @@ class _Planner:
             del self.buffer[subject]
             self.superseded += 1
         else:
+            if self.cap is not None:  # contribution bounding: at most k released records per subject
+                seen = self.per_subject.get(subject, 0)
+                if seen >= self.cap:
+                    self.capped += 1
+                    return []
+                self.per_subject[subject] = seen + 1
             self.accepted += 1
         self.buffer[subject] = row
         oldest = next(iter(self.buffer.values()))
@@ -248,7 +260,7 @@ class _Frames:
         rows[slots] = flat_rows
         data = np.broadcast_to(mid - self.lo, (total, d)).copy()  # coded relative to lo (see `_shift_params`)
         data[slots] = get_rows(flat_rows) - self.lo
-        eps = np.repeat(self.config.epsilon * sizes / self.limit, per_frame)
+        eps = np.repeat(_frame_epsilon(self.config, sizes, self.limit), per_frame)
         frame = np.repeat(np.arange(len(frames)), per_frame)
         return data.reshape(-1, n, d), rows.reshape(-1, n), eps, frame
 
@@ -303,8 +315,15 @@ def _run_padded(config, prm, state, blocks, key, start: int, eps, dtype, pad: bo
     return end_state, released, info
 
 
-def _plan_all(config: HVCConfig, n_rows: int, ids, limit: int):
-    planner = _Planner(config.frame_size, limit)
+def _frame_epsilon(config: HVCConfig, size, limit):
+    """ε of a frame of `size` records: ε/k with `records_per_subject` = k, else the paper's ε·size/l."""
+    if config.records_per_subject is not None:
+        return config.epsilon / config.records_per_subject * np.ones_like(np.asarray(size, np.float64))
+    return config.epsilon * np.asarray(size, np.float64) / limit
+
+
+def _plan_all(config: HVCConfig, n_rows: int, ids, limit):
+    planner = _Planner(config.frame_size, limit, config.records_per_subject)
     if ids is None:  # every row its own subject: what `_Planner.feed` does, without a loop per row
         return _plan_distinct(planner, n_rows), planner
     frames = []
@@ -385,7 +404,7 @@ def _prepare(records, config: HVCConfig, ids):
     lo, hi, private = codec.resolve_bounds(config, records)
     if lo.shape[0] != records.shape[1]:
         raise ValueError(f"bounds describe {lo.shape[0]} attributes but records have d = {records.shape[1]}.")
-    limit = config.target_length or records.shape[0]
+    limit = None if config.records_per_subject is not None else (config.target_length or records.shape[0])
     frames, planner = _plan_all(config, records.shape[0], ids, limit)
     return records, ids, lo, hi, private, limit, frames, planner
 
@@ -447,9 +466,9 @@ def _anonymize_planned(key, records, config, ids, lo, hi, private, limit, frames
     _, released, info = _run_padded(config, prm, state, blocks, key, 0, eps, dtype, pad=False)
     out, index, delay, footrule, frame = _release(released, rows, info.perm, frames, block_frame)
     out = _unshift(out, lo, _output_dtype(lo, hi, dtype))
-    eps_frames = np.array([config.epsilon * len(f[0]) / limit for f in frames])
+    eps_frames = _frame_epsilon(config, [len(f[0]) for f in frames], limit)
     return Result(
-        records=out, index=index, delay=delay, footrule=footrule,
+        records=out, index=index, delay=delay, footrule=footrule, capped=planner.capped,
         superseded=planner.superseded, dropped=planner.dropped, epsilon_spent=eps_frames, frame=frame,
         info=info, private=release_is_private(public_bounds=private, reorder=config.reorder), lo=lo, hi=hi,
     )  # fmt: skip
@@ -493,7 +512,7 @@ def anonymize_many(keys: jax.Array, streams, config: HVCConfig, *, shard: bool =
     if lo.shape[0] != streams.shape[2]:
         raise ValueError(f"bounds describe {lo.shape[0]} attributes but streams have d = {streams.shape[2]}.")
     n_streams, n_rows, d = streams.shape
-    limit = config.target_length or n_rows
+    limit = None if config.records_per_subject is not None else (config.target_length or n_rows)
     frames, planner = _plan_all(config, n_rows, None, limit)
     with _precision(config):
         dtype = _compute_dtype(config, streams[0])
@@ -524,9 +543,9 @@ def anonymize_many(keys: jax.Array, streams, config: HVCConfig, *, shard: bool =
         info = jax.tree_util.tree_map(lambda a: np.asarray(a)[:n_streams], info)
     out, index, delay, footrule, frame = _release(released, rows, info.perm, frames, block_frame)
     out = _unshift(out, lo, _output_dtype(lo, hi, dtype))
-    eps_frames = np.array([config.epsilon * len(f[0]) / limit for f in frames])
+    eps_frames = _frame_epsilon(config, [len(f[0]) for f in frames], limit)
     return Result(
-        records=out, index=index, delay=delay, footrule=footrule,
+        records=out, index=index, delay=delay, footrule=footrule, capped=planner.capped,
         superseded=planner.superseded, dropped=planner.dropped, epsilon_spent=eps_frames, frame=frame,
         info=info, private=release_is_private(public_bounds=private, reorder=config.reorder), lo=lo, hi=hi,
     )  # fmt: skip
@@ -549,8 +568,9 @@ class StreamAnonymizer:
         _checks.key(key)
         if key.shape != ():
             raise ValueError("StreamAnonymizer takes a single key; use anonymize for repetitions.")
-        if config.target_length is None:
-            raise ValueError("StreamAnonymizer needs config.target_length (l): the budget is ε·m/l per frame.")
+        if config.target_length is None and config.records_per_subject is None:
+            raise ValueError("StreamAnonymizer needs config.target_length (l: the budget is ε·m/l per frame) or "
+                             "config.records_per_subject (k: ε/k per frame, for an unbounded stream).")
         if config.bounds == "data":
             raise ValueError('bounds="data" reads the whole data set; a stream needs public bounds.')
         self.config, self.key = config, key
@@ -561,14 +581,15 @@ class StreamAnonymizer:
             self.prm = _shift_params(config, self.lo, self.hi, self.dtype)
             self.state = codec.init(config, self.d, self.dtype)
         self.out_dtype = _output_dtype(self.lo, self.hi, self.dtype)
-        self.planner = _Planner(config.frame_size, config.target_length)
+        self.planner = _Planner(config.frame_size, config.target_length, config.records_per_subject)
         self.frames_fr = _Frames(config, self.lo, self.hi, config.target_length, self.dtype)
         self.pending: dict[int, np.ndarray] = {}  # input row -> record, for buffered rows only
         self.rows_seen = 0
         self.blocks_done = 0
         self.frames_done = 0
         self._warned_dropped = False
-        self.epsilon_spent: list[float] = []
+        self.epsilon_spent: list[float] = []  # ε of each released frame
+        self.frame_sizes: list[int] = []  # records of each released frame
 
     def push(self, records, ids=None) -> tuple[np.ndarray, np.ndarray]:
         """Feed records (``[k, d]``, arrival order); return ``(released [k', d], input rows [k'])``.
@@ -620,6 +641,11 @@ class StreamAnonymizer:
         return self.planner.superseded
 
     @property
+    def capped(self) -> int:
+        """Rows dropped because their subject already had `records_per_subject` released records."""
+        return self.planner.capped
+
+    @property
     def private(self) -> bool:
         """The rule of `jaxdp.privacy` (bounds are public here; reordering decides). Your key must be secret."""
         return release_is_private(public_bounds=True, reorder=self.config.reorder)
@@ -651,7 +677,10 @@ class StreamAnonymizer:
             )
         self.blocks_done += blocks.shape[0]
         self.frames_done += len(frames)
-        self.epsilon_spent.extend(float(self.config.epsilon * len(f[0]) / self.config.target_length) for f in frames)
+        self.frame_sizes.extend(len(f[0]) for f in frames)
+        self.epsilon_spent.extend(
+            _frame_epsilon(self.config, [len(f[0]) for f in frames], self.config.target_length).tolist()
+        )
         # forget the raw records of rows that left the buffer (released, or superseded by an update)
         buffered = set(self.planner.buffer.values())
         for r in [r for r in self.pending if r not in buffered]:

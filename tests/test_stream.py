@@ -464,3 +464,48 @@ def test_tables_are_accepted_as_users_have_them(key):
     except ImportError:
         return
     np.testing.assert_array_equal(jaxdp.anonymize(key, pd.DataFrame(data), cfg).records, ref)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    n_rows=st.integers(1, 150),
+    n_subjects=st.integers(1, 30),
+    k=st.integers(1, 3),
+    n=st.integers(1, 4),
+    b=st.integers(1, 3),
+    seed=st.integers(0, 2**16),
+)
+def test_records_per_subject_bounds_every_subjects_budget(n_rows, n_subjects, k, n, b, seed):
+    """Contribution bounding: with ids, no subject is released more than k times, each frame spends ε/k,
+    so the budget of every subject's frames sums to ≤ ε (frames hold distinct subjects)."""
+    rng = np.random.default_rng(seed)
+    records = rng.uniform(0, 1, size=(n_rows, 2))
+    ids = rng.integers(0, n_subjects, size=n_rows).tolist()
+    cfg = jaxdp.HVCConfig(n, b, 3.0, bounds=np.ones(2), records_per_subject=k)
+    res = jaxdp.midpoint(records, cfg, ids=ids)  # same planner as anonymize, no device work
+    assert len(res.index) + res.superseded + res.dropped + res.capped == n_rows and res.dropped == 0
+    eps_frame = cfg.epsilon / k
+    per_subject = {}
+    for f in np.unique(res.frame):
+        subjects = [ids[i] for i in res.index[res.frame == f]]
+        assert len(subjects) == len(set(subjects))  # one record per subject per frame
+        for s in subjects:
+            per_subject[s] = per_subject.get(s, 0.0) + eps_frame
+    assert all(v <= cfg.epsilon * (1 + 1e-12) for v in per_subject.values())
+    counts = np.bincount([ids[i] for i in res.index], minlength=n_subjects)
+    assert counts.max() <= k
+
+
+def test_records_per_subject_spends_eps_over_k_per_frame_and_streams_unbounded(key):
+    cfg = jaxdp.HVCConfig(8, 3, 2.0, bounds=BOUNDS, records_per_subject=1)
+    res = jaxdp.anonymize(key, CENSUS[:200], cfg)
+    np.testing.assert_allclose(res.epsilon_spent, 2.0)  # each frame ε/k: a person appears in one frame
+    sa = jaxdp.StreamAnonymizer(cfg, key)  # no target_length: an unbounded stream
+    outs = [sa.push(CENSUS[i : i + 50])[0] for i in range(0, 200, 50)] + [sa.flush()[0]]
+    np.testing.assert_array_equal(np.concatenate(outs), res.records)
+    assert sa.dropped == 0 and np.allclose(sa.epsilon_spent, 2.0)
+    with pytest.raises(ValueError, match="not both"):
+        jaxdp.HVCConfig(8, 3, 2.0, bounds=BOUNDS, records_per_subject=1, target_length=100)
+    ids = [i % 50 for i in range(200)]  # every subject returns after 50 rows, in a later frame
+    capped = jaxdp.anonymize(key, CENSUS[:200], dataclasses.replace(cfg, records_per_subject=2), ids=ids)
+    assert capped.capped > 0 and np.bincount([ids[i] for i in capped.index]).max() <= 2
