@@ -27,7 +27,7 @@ from jaxdp.config import HVCConfig
 
 _UNROLL = 1  # lax.scan unroll factor. 4 was ≈ 20 % faster on CPU but compiles the remainder iterations differently, which broke bit-identity between the batch and streaming front ends (different scan lengths)
 
-__all__ = ["CodecState", "BlockInfo", "CodecParams", "params", "init", "step", "run", "one_kernel_loop"]
+__all__ = ["CodecState", "BlockInfo", "BlockInputs", "CodecParams", "params", "init", "step", "run", "one_kernel_loop"]
 
 
 class CodecState(NamedTuple):
@@ -51,6 +51,16 @@ class BlockInfo(NamedTuple):
     t: Int[Array, "*blocks"]
     epsilon: Float[Array, "*blocks"]
     perm: Int[Array, "*blocks n"]
+
+
+class BlockInputs(NamedTuple):
+    """Per-block public inputs of the loop: the block's budget ε and the frame-mean estimate (`[d]`,
+    the running estimate of the column means of the block's frame, in the codec's coordinates; zeros
+    when the frame-mean layer is off). Leading axes ``[B]`` (and ``[R]``/``[S]`` for the base rows of
+    repetitions or streams)."""
+
+    eps: Float[Array, " B"]
+    base: Float[Array, "B d"]
 
 
 class CodecParams(NamedTuple):
@@ -111,16 +121,17 @@ def _step_draws(config: HVCConfig, key, nd: int, dtype) -> _StepDraws:
     return _StepDraws(mode, quantize._block_draws(k_quant, nd, dtype, noise))
 
 
-def _step(config: HVCConfig, prm: CodecParams, state: CodecState, block, key, eps_block):
+def _step(config: HVCConfig, prm: CodecParams, state: CodecState, block, key, pub: BlockInputs):
     """One block: Algorithm 2 (mode) then Algorithm 1 (quantizer). Pure and traceable."""
     draws = _step_draws(config, key, block.shape[0] * block.shape[1], block.dtype)
-    return _step_drawn(config, prm, state, block, draws, eps_block)
+    return _step_drawn(config, prm, state, block, draws, pub)
 
 
-def _step_drawn(config: HVCConfig, prm: CodecParams, state: CodecState, block, draws: _StepDraws, eps_block):
+def _step_drawn(config: HVCConfig, prm: CodecParams, state: CodecState, block, draws: _StepDraws, pub: BlockInputs):
     """`_step` with the step's random numbers drawn beforehand (`_step_draws`)."""
     ql, qe, e = config.budget_split
-    preds = predict.candidates(state.history, state.valid, prm.lo, prm.hi, config.modes)
+    eps_block = pub.eps
+    preds = predict.candidates(state.history, state.valid, prm.lo, prm.hi, config.modes, base=pub.base)
     n = block.shape[0]
     xc = jnp.clip(jnp.where(jnp.isnan(block), 0.5 * (prm.lo + prm.hi), block), prm.lo, prm.hi)
     if config.reorder == "paper":  # NOT DP (DESIGN note 3): permutations computed from the raw block
@@ -167,15 +178,19 @@ def _paper_permutations(xc, preds, cost_bound: int, strategy: str):
 
 
 def step(
-    config: HVCConfig, prm: CodecParams, state: CodecState, block: Float[Array, "n d"], key, eps_block
+    config: HVCConfig, prm: CodecParams, state: CodecState, block: Float[Array, "n d"], key, eps_block, base=None
 ) -> tuple[CodecState, Float[Array, "n d"], BlockInfo]:
-    """One jitted codec step ``(state, block, key) → (state, released, info)`` for budget `eps_block`."""
-    return _step_jit(_static(config), prm, state, jnp.asarray(block, prm.lo.dtype), key, jnp.asarray(eps_block, prm.lo.dtype))
+    """One jitted codec step ``(state, block, key) → (state, released, info)`` for budget `eps_block` (and
+    the frame-mean estimate `base` ``[d]`` when the "frame_mean" mode is used)."""
+    dtype = prm.lo.dtype
+    base = jnp.zeros(prm.lo.shape, dtype) if base is None else jnp.asarray(base, dtype)
+    pub = BlockInputs(jnp.asarray(eps_block, dtype), base)
+    return _step_jit(_static(config), prm, state, jnp.asarray(block, dtype), key, pub)
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
-def _step_jit(config, prm, state, block, key, eps_block):
-    return _step(config, prm, state, block, key, eps_block)
+def _step_jit(config, prm, state, block, key, pub):
+    return _step(config, prm, state, block, key, pub)
 
 
 def _all_draws(config, blocks, keys):
@@ -185,13 +200,13 @@ def _all_draws(config, blocks, keys):
     return jax.vmap(lambda k: _step_draws(config, k, nd, blocks.dtype))(keys)  # all randomness, one call
 
 
-def _scan_drawn(config, prm, state, blocks, draws, eps):
+def _scan_drawn(config, prm, state, blocks, draws, pub):
     def body(carry, xs):
-        block, drawn, e = xs
-        carry, released, info = _step_drawn(config, prm, carry, block, drawn, e)
+        block, drawn, p = xs
+        carry, released, info = _step_drawn(config, prm, carry, block, drawn, p)
         return carry, (released, info)
 
-    return jax.lax.scan(body, state, (blocks, draws, eps), unroll=_UNROLL)
+    return jax.lax.scan(body, state, (blocks, draws, pub), unroll=_UNROLL)
 
 
 def _scan(config, prm, state, blocks, keys, eps):
@@ -216,32 +231,43 @@ def _run_one_kernel(config, prm, state, blocks, keys, eps):
 _run_jit_one_kernel = jax.jit(_run_one_kernel, static_argnums=(0,), compiler_options=backend._NO_LIBRARY_FUSIONS)
 
 
-@functools.partial(jax.jit, static_argnums=(0,))
-def _run_many_jit(config, prm, state, blocks, keys, eps):
-    # keys: [R, B]; independent repetitions of the same stream (one vmapped program).
-    return jax.vmap(lambda s, k: _scan(config, prm, s, blocks, k, eps), in_axes=(None, 0))(state, keys)
+def _pub_axes(pub: BlockInputs, lead: int):
+    """vmap axes of `pub`: the base rows carry a leading repetition/stream axis when they have one."""
+    return BlockInputs(None, 0 if pub.base.ndim == lead + 2 else None)
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
-def _run_streams_jit(config, prm, state, blocks, keys, eps):
-    # blocks: [S, B, n, d], keys: [S, B]; independent streams (one vmapped program).
-    return jax.vmap(lambda b, k: _scan(config, prm, state, b, k, eps))(blocks, keys)
+def _run_many_jit(config, prm, state, blocks, keys, pub):
+    # keys: [R, B]; independent repetitions of the same stream (one vmapped program); the frame-mean
+    # estimates differ per repetition (their noise does): pub.base [R, B, d].
+    return jax.vmap(lambda s, k, p: _scan(config, prm, s, blocks, k, p), in_axes=(None, 0, _pub_axes(pub, 1)))(
+        state, keys, pub
+    )
 
 
-def run_streams(config: HVCConfig, prm: CodecParams, state: CodecState, blocks, keys, eps):
+@functools.partial(jax.jit, static_argnums=(0,))
+def _run_streams_jit(config, prm, state, blocks, keys, pub):
+    # blocks: [S, B, n, d], keys: [S, B], pub.base [S, B, d]; independent streams (one vmapped program).
+    return jax.vmap(lambda b, k, p: _scan(config, prm, state, b, k, p), in_axes=(0, 0, _pub_axes(pub, 1)))(
+        blocks, keys, pub
+    )
+
+
+def run_streams(config: HVCConfig, prm: CodecParams, state: CodecState, blocks, keys, pub: BlockInputs):
     """The closed loop over S independent streams at once: ``blocks [S, B, n, d]``, ``keys [S, B]``.
 
     Inputs may be sharded over the stream axis (`jax.sharding`); the computation then runs on all
     devices of the mesh, each on its share of the streams.
     """
-    return _run_streams_jit(_static(config), prm, state, blocks, keys, eps)
+    return _run_streams_jit(_static(config), prm, state, blocks, keys, pub)
 
 
 def _static(config: HVCConfig) -> HVCConfig:
     """The part of a config the compiled loop depends on (ε, l, bounds and b enter as arrays)."""
     return dataclasses.replace(
-        config, epsilon=1.0, target_length=None, records_per_subject=None, bounds=((0.0,), (1.0,)), frame_blocks=1
-    )
+        config, epsilon=1.0, target_length=None, records_per_subject=None, bounds=((0.0,), (1.0,)), frame_blocks=1,
+        frame_mean_share=0.5 if "frame_mean" in config.modes else 0.0,  # the driver spends it, not the loop
+    )  # fmt: skip
 
 
 def run(
@@ -250,23 +276,23 @@ def run(
     state: CodecState,
     blocks: Float[Array, "B n d"],
     keys,
-    eps: Float[Array, " B"],
+    pub: BlockInputs,
 ) -> tuple[CodecState, tuple[Float[Array, "B n d"], BlockInfo]]:
     """The closed loop over a sequence of blocks: one `lax.scan` (jitted; config static).
 
     `keys` has shape ``[B]`` (one per block) or ``[R, B]`` for R independent repetitions run as
-    one vmapped program (outputs then gain a leading ``[R]`` axis).
+    one vmapped program (outputs then gain a leading ``[R]`` axis; `pub.base` may then be ``[R, B, d]``).
     """
     static = _static(config)
     if keys.ndim == 2:
-        return _run_many_jit(static, prm, state, blocks, keys, eps)
+        return _run_many_jit(static, prm, state, blocks, keys, pub)
     run_fn = _run_fn(static, blocks.shape[-2] * blocks.shape[-1])
     if run_fn is _run_jit_one_kernel:
         try:
-            return run_fn(static, prm, state, blocks, keys, eps)
+            return run_fn(static, prm, state, blocks, keys, pub)
         except (RuntimeError, ImportError) as err:  # an XLA/JAX that refuses the one-kernel loop (XLA errors are RuntimeErrors)
             backend._refused(err)
-    return _run_jit(static, prm, state, blocks, keys, eps)
+    return _run_jit(static, prm, state, blocks, keys, pub)
 
 
 def _run_fn(config: HVCConfig, block_entries: int):

@@ -52,7 +52,14 @@ class HVCConfig:
       reorder_cost: c_R, the footrule bound (0 with ``reorder="none"``; ⌊n²/2⌋ = unconstrained).
       reorder_strategy: ``"lagrangian"`` (default), ``"s1"`` or ``"s2"`` (paper Sec. 4.5.1, r = 2).
       history: π, how many past protected blocks the predictor sees.
-      modes: prediction modes, a tuple from `jaxdp.predict.MODES`.
+      modes: prediction modes, a tuple from `jaxdp.predict.MODES`. The default ``("frame_mean",)``
+        predicts every block from the frame-mean layer (below); the paper's modes are
+        ``predict.PAPER_MODES`` (midpoint, column mean, last record, history mean, inter).
+      frame_mean_share: the share s of each frame's budget ε_f spent on the frame's noisy column means
+        (one query over the frame's r records, L1 sensitivity ΣΛ/r); the blocks get (1 − s)·ε_f. The
+        noisy means of all frames so far are combined (inverse-variance weights) into a running
+        estimate that the ``"frame_mean"`` mode predicts from — post-processing of released values.
+        None: 0.5 when ``"frame_mean"`` is a mode, else 0 (no such query).
       prune: drop (t, σ) candidates whose Laplace error alone exceeds the largest possible
         removal error ``Σ max(hi - x̂, x̂ - lo)²`` (public values only) before selection.
       clip_output: clip released blocks to the domain (post-processing).
@@ -81,6 +88,7 @@ class HVCConfig:
     reorder_strategy: str = "lagrangian"
     history: int = 2
     modes: tuple[str, ...] = predict.DEFAULT_MODES
+    frame_mean_share: float | None = None
     prune: bool = True
     clip_output: bool = True
     noise: str = "float"
@@ -134,6 +142,15 @@ class HVCConfig:
         if not modes or any(m not in predict.MODES for m in modes) or len(set(modes)) != len(modes):
             raise ValueError(f"modes must be distinct names from {predict.MODES}, got {self.modes!r}.")
         object.__setattr__(self, "modes", modes)
+        share = self.frame_mean_share
+        if share is None:
+            share = 0.5 if "frame_mean" in modes else 0.0
+        if isinstance(share, bool) or not isinstance(share, (int, float, np.floating)) or not 0.0 <= share < 1.0:
+            raise ValueError(f"frame_mean_share must be a fraction in [0, 1), got {self.frame_mean_share!r}.")
+        if ("frame_mean" in modes) != (share > 0):
+            raise ValueError('frame_mean_share > 0 exactly when "frame_mean" is one of the modes (the query would '
+                             "otherwise be wasted or missing).")  # fmt: skip
+        object.__setattr__(self, "frame_mean_share", float(share))
         if self.split[2] <= 0 and self.n_candidates > 1:
             raise ValueError("split gives the mode selection (ε_E) no budget but there are several modes.")
 
@@ -149,7 +166,7 @@ class HVCConfig:
         if reorder_cost is None:
             reorder_cost = (block_size * block_size // 2) // 2
         kw = dict(
-            theta=1.0, accounting="paper", prune=False, clip_output=False,
+            theta=1.0, accounting="paper", prune=False, clip_output=False, frame_mean_share=0.0,
             modes=("midpoint", "column_mean", "last_record", "inter"), history=2,
             reorder="paper", reorder_cost=reorder_cost,
         )  # fmt: skip

@@ -30,8 +30,9 @@ from jaxtyping import Array, Float, Int
 
 __all__ = ["MODES", "DEFAULT_MODES", "mode_names", "candidates"]
 
-MODES = ("midpoint", "column_mean", "last_record", "history_mean", "inter")
-DEFAULT_MODES = MODES
+MODES = ("frame_mean", "midpoint", "column_mean", "last_record", "history_mean", "inter")
+PAPER_MODES = ("midpoint", "column_mean", "last_record", "history_mean", "inter")
+DEFAULT_MODES = ("frame_mean",)
 
 
 def mode_names(modes: tuple[str, ...], history: int) -> tuple[str, ...]:
@@ -51,6 +52,7 @@ def candidates(
     lo: Float[Array, " d"],
     hi: Float[Array, " d"],
     modes: tuple[str, ...],
+    base=None,
 ) -> Float[Array, "P n d"]:
     """All candidate predictions of the next block, clipped to the domain.
 
@@ -59,6 +61,9 @@ def candidates(
       valid: how many of them exist (0 at the start of a stream).
       lo, hi: domain bounds, shape ``[d]``.
       modes: static tuple of mode names from `MODES`.
+      base: ``[d]``, the frame-mean layer's running estimate for this block's frame (mode
+        ``"frame_mean"``: every row predicted by it). It is computed from released noisy frame
+        means only (`jaxdp.stream`), so this prediction is post-processing too.
 
     Returns:
       Array of shape ``[P, n, d]`` with P = ``len(mode_names(modes, π))``.
@@ -68,7 +73,9 @@ def candidates(
     have = jnp.arange(pi, dtype=jnp.int32) < jnp.asarray(valid, jnp.int32)  # [π]
     out = []
     for m in modes:
-        if m == "midpoint":
+        if m == "frame_mean":
+            out.append(jnp.broadcast_to(base, (n, d)))
+        elif m == "midpoint":
             out.append(mid)
         elif m == "column_mean":
             pred = jnp.broadcast_to(jnp.mean(hist[0], axis=0), (n, d))

@@ -22,6 +22,7 @@ for the same key and input.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import OrderedDict
 
 import jax
@@ -286,9 +287,10 @@ def _fold_in_jit(key, idx):
     return jax.vmap(lambda k: jax.vmap(lambda i: jax.random.fold_in(k, i))(idx))(key)
 
 
-def _run_padded(config, prm, state, blocks, key, start: int, eps, dtype, pad: bool):
-    """`codec.run` on host arrays ``blocks [B, n, d]``, ``eps [B]`` with the block keys of `key` from
-    index `start`. Returns ``(state, released [(R,) B, n, d], info)``, outputs as NumPy arrays.
+def _run_padded(config, prm, state, blocks, key, start: int, pub, dtype, pad: bool):
+    """`codec.run` on host arrays ``blocks [B, n, d]`` and `codec.BlockInputs` `pub` (``eps [B]``, ``base
+    [(R,) B, d]``) with the block keys of `key` from index `start`. Returns ``(state, released
+    [(R,) B, n, d], info)``, outputs as NumPy arrays.
 
     With `pad`, the run is padded to `codec.padded_length(B)` steps (copies of the last block and
     key), so that runs of similar length share one compiled program: a `StreamAnonymizer` fed
@@ -300,11 +302,14 @@ def _run_padded(config, prm, state, blocks, key, start: int, eps, dtype, pad: bo
     count = blocks.shape[0]
     length = codec.padded_length(count) if pad else count
     extra = length - count
+    eps, base = np.asarray(pub.eps), np.asarray(pub.base)
     if extra:
         blocks = np.concatenate([blocks, np.broadcast_to(blocks[-1:], (extra, *blocks.shape[1:]))])
         eps = np.concatenate([eps, np.broadcast_to(eps[-1:], (extra,))])
+        base = np.concatenate([base, np.broadcast_to(base[..., -1:, :], (*base.shape[:-2], extra, base.shape[-1]))], axis=-2)
     keys = _block_keys(key, start, count, length)
-    end_state, (released, info) = codec.run(config, prm, state, jnp.asarray(blocks, dtype), keys, jnp.asarray(eps, dtype))
+    pub = codec.BlockInputs(jnp.asarray(eps, dtype), jnp.asarray(base, dtype))
+    end_state, (released, info) = codec.run(config, prm, state, jnp.asarray(blocks, dtype), keys, pub)
     released = np.asarray(released)[..., :count, :, :]
     info = jax.tree_util.tree_map(lambda a: np.asarray(a)[:, :count] if keys.ndim == 2 else np.asarray(a)[:count], info)
     if extra and keys.ndim == 1:
@@ -340,6 +345,87 @@ def _plan_distinct(planner: _Planner, n_rows: int) -> list[tuple[np.ndarray, int
     its last row; rows after the limit are dropped."""
     frames, _ = planner.feed_distinct(0, n_rows)
     return frames + planner.flush(n_rows - 1)
+
+
+class _FrameMeans:
+    """The frame-mean layer: each frame's noisy column means and their running estimate (host side).
+
+    Frame f of r records (distinct subjects) releases ``mean_f + Lap(ΣΛ/(r·s·ε_f))`` — one record moves the
+    vector of column means by at most ΣΛ/r in L1 — with the frame's key ``fold_in(fold_in(key, 2³²−1), f)``
+    (block keys are ``fold_in(key, j)`` with j < 2³²−1). The estimate at frame f is the inverse-variance
+    weighted average (weights ∝ (r·ε_f)²) of the noisy means of frames 1 … f, clipped to the domain: it
+    depends on released values only. Works in the codec's coordinates (record − lo). The running sums
+    are carried between calls, so a stream pushed in pieces gets the estimates of one batch call.
+    """
+
+    def __init__(self, config: HVCConfig, width: np.ndarray):
+        self.share = config.frame_mean_share
+        self.noise = config.noise
+        self.width = np.asarray(width, np.float64)
+        self.sens = float(np.sum(self.width))
+        self.wsum = None  # [(R,) d]
+        self.wtot = 0.0
+        self.frames = 0
+
+    def estimates(self, key, means: np.ndarray, sizes: np.ndarray, eps_frames: np.ndarray) -> np.ndarray:
+        """Running estimates ``[(R,) F, d]`` for the next F frames (raw clamped means ``[F, d]``)."""
+        f = means.shape[0]
+        if self.share == 0.0 or f == 0:
+            return np.zeros(((*key.shape, f, means.shape[1])))
+        from jaxdp import mechanisms
+
+        eps = self.share * eps_frames
+        kernel = mechanisms._kernel_noise(mechanisms.check_noise(self.noise))
+        dtype = jnp.zeros(()).dtype
+        idx = np.arange(self.frames, self.frames + f, dtype=np.uint32)
+        noisy = np.asarray(
+            _noisy_means(key, jnp.asarray(means, dtype), jnp.asarray(eps[:, None], dtype),
+                         jnp.asarray((self.sens / sizes)[:, None], dtype), jnp.asarray(idx), kernel),
+            np.float64,
+        )  # fmt: skip
+        w = (sizes * eps_frames) ** 2
+        csum = np.cumsum(noisy * w[:, None], axis=-2)
+        ctot = np.cumsum(w)
+        if self.wsum is not None:
+            csum = csum + self.wsum[..., None, :]
+            ctot = ctot + self.wtot
+        self.wsum, self.wtot = csum[..., -1, :], float(ctot[-1])
+        self.frames += f
+        return np.clip(csum / ctot[:, None], 0.0, self.width)
+
+
+@functools.partial(jax.jit, static_argnums=(5,))
+def _noisy_means(key, means, eps, sens, idx, noise):
+    from jaxdp import mechanisms
+
+    def one(k):
+        k_base = jax.random.fold_in(k, jnp.uint32(2**32 - 1))
+        keys = jax.vmap(lambda i: jax.random.fold_in(k_base, i))(idx)
+        return jax.vmap(lambda kk, m, e, s: mechanisms.laplace_mechanism(kk, m, epsilon=e, sensitivity=s, noise=noise))(
+            keys, means, eps, sens
+        )
+
+    return one(key) if key.shape == () else jax.vmap(one)(key)
+
+
+def _frame_raw_means(blocks, rows, block_frame, n_frames):
+    """Column means of each frame's real records ``[F, d]`` (codec coordinates) and the frame sizes ``[F]``."""
+    real = rows >= 0  # [B, n]
+    d = blocks.shape[-1]
+    sums = np.zeros((n_frames, d))
+    np.add.at(sums, np.repeat(block_frame, blocks.shape[1])[real.reshape(-1)], blocks.reshape(-1, d)[real.reshape(-1)])
+    sizes = np.bincount(np.repeat(block_frame, blocks.shape[1])[real.reshape(-1)], minlength=n_frames).astype(np.float64)
+    return sums / np.maximum(sizes, 1.0)[:, None], sizes
+
+
+def _block_inputs(config, layer: _FrameMeans, key, blocks, rows, eps, block_frame, frames, limit, dtype):
+    """`codec.BlockInputs` for a run: the blocks' budgets and the frame-mean estimates of their frames."""
+    eps_frames = _frame_epsilon(config, [len(f[0]) for f in frames], limit)
+    clamped = np.clip(blocks, 0.0, layer.width)  # what the codec codes (NaN → midpoint was done in blocks)
+    means, sizes = _frame_raw_means(clamped, rows, block_frame, len(frames))
+    est = layer.estimates(key, means, sizes, eps_frames)  # [(R,) F, d]
+    base = est[..., block_frame, :]
+    return codec.BlockInputs(jnp.asarray((1.0 - layer.share) * eps, dtype), jnp.asarray(base, dtype))
 
 
 def _shift_params(config, lo, hi, dtype):
@@ -463,7 +549,9 @@ def _anonymize_planned(key, records, config, ids, lo, hi, private, limit, frames
     data64 = records.astype(np.float64)
     blocks, rows, eps, block_frame = fr.blocks(lambda r: data64[np.asarray(r, np.int64)], frames)
     state = codec.init(config, records.shape[1], dtype)
-    _, released, info = _run_padded(config, prm, state, blocks, key, 0, eps, dtype, pad=False)
+    layer = _FrameMeans(config, hi - lo)
+    pub = _block_inputs(config, layer, key, blocks, rows, eps, block_frame, frames, limit, dtype)
+    _, released, info = _run_padded(config, prm, state, blocks, key, 0, pub, dtype, pad=False)
     out, index, delay, footrule, frame = _release(released, rows, info.perm, frames, block_frame)
     out = _unshift(out, lo, _output_dtype(lo, hi, dtype))
     eps_frames = _frame_epsilon(config, [len(f[0]) for f in frames], limit)
@@ -523,8 +611,13 @@ def anonymize_many(keys: jax.Array, streams, config: HVCConfig, *, shard: bool =
         blocks = np.stack([p[0] for p in per])
         rows, eps, block_frame = per[0][1], per[0][2], per[0][3]
         keys_b = _block_keys(keys, 0, blocks.shape[1])  # [S, B]
+        bases = [  # each stream its own frame-mean layer (its own key)
+            np.asarray(_block_inputs(config, _FrameMeans(config, hi - lo), keys[s_], blocks[s_], rows, eps, block_frame,
+                                     frames, limit, dtype).base)
+            for s_ in range(n_streams)
+        ]  # fmt: skip
         pad = 0
-        blocks_j, keys_j = jnp.asarray(blocks, dtype), keys_b
+        blocks_j, keys_j, base_j = jnp.asarray(blocks, dtype), keys_b, jnp.asarray(np.stack(bases), dtype)
         if shard and jax.device_count() > 1:
             from jax.sharding import NamedSharding, PartitionSpec
 
@@ -533,12 +626,15 @@ def anonymize_many(keys: jax.Array, streams, config: HVCConfig, *, shard: bool =
             if pad:
                 blocks_j = jnp.concatenate([blocks_j, jnp.repeat(blocks_j[:1], pad, axis=0)])
                 keys_j = jnp.concatenate([keys_j, jnp.repeat(keys_j[:1], pad, axis=0)])
+                base_j = jnp.concatenate([base_j, jnp.repeat(base_j[:1], pad, axis=0)])
             mesh = jax.make_mesh((ndev,), ("streams",), axis_types=(jax.sharding.AxisType.Auto,))
             sharding = NamedSharding(mesh, PartitionSpec("streams"))
             blocks_j = jax.device_put(blocks_j, sharding)
             keys_j = jax.device_put(keys_j, sharding)
+            base_j = jax.device_put(base_j, sharding)
         state = codec.init(config, d, dtype)
-        _, (released, info) = codec.run_streams(config, prm, state, blocks_j, keys_j, jnp.asarray(eps, dtype))
+        pub = codec.BlockInputs(jnp.asarray((1.0 - config.frame_mean_share) * eps, dtype), base_j)
+        _, (released, info) = codec.run_streams(config, prm, state, blocks_j, keys_j, pub)
         released = np.asarray(released)[:n_streams]
         info = jax.tree_util.tree_map(lambda a: np.asarray(a)[:n_streams], info)
     out, index, delay, footrule, frame = _release(released, rows, info.perm, frames, block_frame)
@@ -581,6 +677,7 @@ class StreamAnonymizer:
             self.prm = _shift_params(config, self.lo, self.hi, self.dtype)
             self.state = codec.init(config, self.d, self.dtype)
         self.out_dtype = _output_dtype(self.lo, self.hi, self.dtype)
+        self.frame_means = _FrameMeans(config, self.hi - self.lo)
         self.planner = _Planner(config.frame_size, config.target_length, config.records_per_subject)
         self.frames_fr = _Frames(config, self.lo, self.hi, config.target_length, self.dtype)
         self.pending: dict[int, np.ndarray] = {}  # input row -> record, for buffered rows only
@@ -670,10 +767,12 @@ class StreamAnonymizer:
         """Run the codec on all frames emitted by one call, as one scan (same keys as batch)."""
         if not frames:
             return np.zeros((0, self.d), self.out_dtype), np.zeros(0, np.int64)
-        blocks, rows, eps, _ = self.frames_fr.blocks(lambda r: self._rows(r, chunk, first), frames)
+        blocks, rows, eps, block_frame = self.frames_fr.blocks(lambda r: self._rows(r, chunk, first), frames)
         with _precision(self.config):
+            pub = _block_inputs(self.config, self.frame_means, self.key, blocks, rows, eps, block_frame, frames,
+                                self.config.target_length, self.dtype)  # fmt: skip
             self.state, released, info = _run_padded(
-                self.config, self.prm, self.state, blocks, self.key, self.blocks_done, eps, self.dtype, pad=True
+                self.config, self.prm, self.state, blocks, self.key, self.blocks_done, pub, self.dtype, pad=True
             )
         self.blocks_done += blocks.shape[0]
         self.frames_done += len(frames)

@@ -29,18 +29,20 @@ def small_config(**kw):
 def test_predictions_are_clipped_and_fall_back_to_midpoint():
     lo, hi = jnp.zeros(2), jnp.array([1.0, 2.0])
     hist = jnp.stack([jnp.full((3, 2), 5.0), jnp.full((3, 2), -1.0)])  # out of the domain on purpose
-    preds = predict.candidates(hist, jnp.asarray(1), lo, hi, predict.MODES)
+    base = jnp.asarray([3.0, -4.0])  # a frame-mean estimate outside the domain: clipped too
+    preds = predict.candidates(hist, jnp.asarray(1), lo, hi, predict.MODES, base=base)
     names = predict.mode_names(predict.MODES, 2)
     assert preds.shape == (len(names), 3, 2)
     assert np.all(preds >= lo) and np.all(preds <= hi)
+    np.testing.assert_allclose(preds[names.index("frame_mean")], np.broadcast_to([1.0, 0.0], (3, 2)))
     inter2 = names.index("inter2")
     np.testing.assert_allclose(preds[inter2], np.broadcast_to([0.5, 1.0], (3, 2)))  # history not valid yet
-    start = predict.candidates(hist, jnp.asarray(0), lo, hi, predict.MODES)
+    start = predict.candidates(hist, jnp.asarray(0), lo, hi, predict.PAPER_MODES)
     np.testing.assert_allclose(start, np.broadcast_to([0.5, 1.0], start.shape))  # data-independent start
 
 
 def test_released_block_is_prediction_plus_inverse_of_noisy_retained_coefficients(key, x64):
-    cfg = small_config(clip_output=False, prune=False, kinds=("dct",))
+    cfg = small_config(clip_output=False, prune=False, kinds=("dct",), modes=predict.PAPER_MODES)
     lo, hi, _ = codec.resolve_bounds(cfg)
     prm = codec.params(cfg, lo, hi, np.float64)
     state = codec.init(cfg, 3, np.float64)
