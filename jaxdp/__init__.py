@@ -16,7 +16,8 @@ Modules:
   codec        the closed loop: one block step, a scan over blocks
   backend      how the codec loop is compiled on CPU (one kernel for small blocks; `fuse_cpu_loops`)
   stream       frames, budgets, record updates; `anonymize`, `StreamAnonymizer`
-  baselines    PLN and the zero-budget midpoint
+  baselines    PLN, the running noisy frame mean, DP microaggregation, the zero-budget midpoint
+  metrics      utility measures: relative SSE (per column), marginal TV, correlations, moments, regression
   reorder      Algorithm 2's footrule-constrained reordering (not DP; opt-in)
   audit        empirical DP auditing (Clopper-Pearson lower bounds on ε)
   wevent       w-event privacy for count streams: Uniform, Sample, BD, BA
@@ -36,7 +37,7 @@ __version__ = "0.1.0"
 
 _SUBMODULES = (
     "audit", "backend", "baselines", "bucketize", "codec", "compressive", "datasets", "diagnostics", "exact",
-    "histogram", "io", "keys", "mechanisms", "orders", "predict", "privacy", "quantize", "reorder", "sensitivity",
+    "histogram", "io", "keys", "mechanisms", "metrics", "orders", "predict", "privacy", "quantize", "reorder", "sensitivity",
     "stream", "transforms", "wevent",
 )  # fmt: skip
 _NAMES = {
@@ -50,6 +51,8 @@ _NAMES = {
     "fuse_cpu_loops": ("backend", "fuse_cpu_loops"),
     "midpoint": ("baselines", "midpoint"),
     "pln": ("baselines", "pln"),
+    "frame_mean": ("baselines", "frame_mean"),
+    "microaggregate": ("baselines", "microaggregate"),
     "exponential": ("mechanisms", "exponential"),
     "laplace": ("mechanisms", "laplace"),
     "mse_table": ("quantize", "mse_table"),

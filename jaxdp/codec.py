@@ -54,13 +54,15 @@ class BlockInfo(NamedTuple):
 
 
 class BlockInputs(NamedTuple):
-    """Per-block public inputs of the loop: the block's budget ε and the frame-mean estimate (`[d]`,
+    """Per-block public inputs of the loop: the block's budget ε, the frame-mean estimate (`[d]`,
     the running estimate of the column means of the block's frame, in the codec's coordinates; zeros
-    when the frame-mean layer is off). Leading axes ``[B]`` (and ``[R]``/``[S]`` for the base rows of
-    repetitions or streams)."""
+    when the frame-mean layer is off) and `energy`, a released estimate of the block's squared distance
+    to that estimate (+inf when unknown), which prunes (t, σ) candidates that cannot beat it. Leading
+    axes ``[B]`` (and ``[R]``/``[S]`` for the base rows and energies of repetitions or streams)."""
 
     eps: Float[Array, " B"]
     base: Float[Array, "B d"]
+    energy: Float[Array, " B"]
 
 
 class CodecParams(NamedTuple):
@@ -130,7 +132,11 @@ def _step(config: HVCConfig, prm: CodecParams, state: CodecState, block, key, pu
 def _step_drawn(config: HVCConfig, prm: CodecParams, state: CodecState, block, draws: _StepDraws, pub: BlockInputs):
     """`_step` with the step's random numbers drawn beforehand (`_step_draws`)."""
     ql, qe, e = config.budget_split
-    eps_block = pub.eps
+    # A block with ε = 0 (the frame-mean layer found its blocks hopeless and spent the frame on the means)
+    # releases the "frame_mean" prediction and uses no data: the mechanisms below run at a placeholder
+    # budget and their outputs are discarded by `live` (a public value).
+    live = pub.eps > 0
+    eps_block = jnp.where(live, pub.eps, jnp.ones_like(pub.eps))
     preds = predict.candidates(state.history, state.valid, prm.lo, prm.hi, config.modes, base=pub.base)
     n = block.shape[0]
     xc = jnp.clip(jnp.where(jnp.isnan(block), 0.5 * (prm.lo + prm.hi), block), prm.lo, prm.hi)
@@ -150,19 +156,26 @@ def _step_drawn(config: HVCConfig, prm: CodecParams, state: CodecState, block, d
             )
     else:
         mode = jnp.zeros((), jnp.int32)
+    names = predict.mode_names(config.modes, config.history)
+    fm = names.index("frame_mean") if "frame_mean" in names else 0
+    mode = jnp.where(live, mode, fm).astype(jnp.int32)
     x_hat = preds[mode]
     perm = perms[mode]
+    energy = pub.energy  # the frame-mean layer's estimate is about the "frame_mean" prediction only
+    if names != ("frame_mean",):
+        energy = jnp.where(mode == fm, energy, jnp.inf)
     block = block[perm]
     released, qinfo = quantize._quantize_block_drawn(
         draws.quant, block, x_hat, prm.tables, ql * eps_block, qe * eps_block, config.theta, config.prune,
-        "grid" if config.noise == "grid" else "float",
+        "grid" if config.noise == "grid" else "float", energy,
     )
+    released = jnp.where(live, released, x_hat)
     if config.clip_output:
         released = jnp.clip(released, prm.lo, prm.hi)
     history = jnp.concatenate([released[None], state.history[:-1]], axis=0)
     state = CodecState(history, jnp.minimum(state.valid + 1, config.history).astype(jnp.int32))
     info = BlockInfo(
-        mode.astype(jnp.int32), qinfo.kind, qinfo.t, eps_block.astype(block.dtype), perm
+        mode, qinfo.kind, jnp.where(live, qinfo.t, 0).astype(jnp.int32), pub.eps.astype(block.dtype), perm
     )
     return state, released, info
 
@@ -178,13 +191,15 @@ def _paper_permutations(xc, preds, cost_bound: int, strategy: str):
 
 
 def step(
-    config: HVCConfig, prm: CodecParams, state: CodecState, block: Float[Array, "n d"], key, eps_block, base=None
+    config: HVCConfig, prm: CodecParams, state: CodecState, block: Float[Array, "n d"], key, eps_block, base=None,
+    energy=None,
 ) -> tuple[CodecState, Float[Array, "n d"], BlockInfo]:
     """One jitted codec step ``(state, block, key) → (state, released, info)`` for budget `eps_block` (and
-    the frame-mean estimate `base` ``[d]`` when the "frame_mean" mode is used)."""
+    the frame-mean layer's estimate `base` ``[d]`` and residual `energy` when the "frame_mean" mode is used)."""
     dtype = prm.lo.dtype
     base = jnp.zeros(prm.lo.shape, dtype) if base is None else jnp.asarray(base, dtype)
-    pub = BlockInputs(jnp.asarray(eps_block, dtype), base)
+    energy = jnp.asarray(jnp.inf if energy is None else energy, dtype)
+    pub = BlockInputs(jnp.asarray(eps_block, dtype), base, energy)
     return _step_jit(_static(config), prm, state, jnp.asarray(block, dtype), key, pub)
 
 
@@ -232,8 +247,12 @@ _run_jit_one_kernel = jax.jit(_run_one_kernel, static_argnums=(0,), compiler_opt
 
 
 def _pub_axes(pub: BlockInputs, lead: int):
-    """vmap axes of `pub`: the base rows carry a leading repetition/stream axis when they have one."""
-    return BlockInputs(None, 0 if pub.base.ndim == lead + 2 else None)
+    """vmap axes of `pub`: base rows and energies carry a leading repetition/stream axis when they have one."""
+    return BlockInputs(
+        0 if pub.eps.ndim == lead + 1 else None,
+        0 if pub.base.ndim == lead + 2 else None,
+        0 if pub.energy.ndim == lead + 1 else None,
+    )
 
 
 @functools.partial(jax.jit, static_argnums=(0,))

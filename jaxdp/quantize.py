@@ -225,12 +225,14 @@ def _block_terms(x, x_hat, tab, eps_laplace):
     return x_hat, c, lap, tail
 
 
-def _scores(lap, tail, x_hat, tab, theta, prune=False):
+def _scores(lap, tail, x_hat, tab, theta, prune=False, bound=None):
     """ω_θ for all (σ, t) and its Lemma 3 sensitivity bound.
 
     With `prune`, candidates whose Laplace error alone exceeds the largest possible removal error
     ``R = Σ_ij max(hi_j - x̂_ij, x̂_ij - lo_j)²`` (the worst error of releasing x̂ itself, t = 0)
-    get score -inf. The rule reads only public values (ε_QL, Λ, n, d, the order and x̂), so the
+    get score -inf; with a public `bound` (a released estimate of the block's removal error at t = 0,
+    e.g. from the frame-mean layer), also those whose Laplace error exceeds it: they cannot beat
+    releasing x̂. The rule reads only public values (ε_QL, Λ, n, d, the order, x̂ and `bound`), so the
     candidate set stays data-independent; t = 0 is never pruned.
     """
     far = sensitivity._omega_one_factor(x_hat, tab.lo, tab.hi)
@@ -241,7 +243,8 @@ def _scores(lap, tail, x_hat, tab, theta, prune=False):
         score = -jnp.sqrt(lap) - jnp.sqrt(tail)
         sens = tab.gs_frobenius
     if prune:
-        score = jnp.where(lap > far * far, -jnp.inf, score)
+        limit = far * far if bound is None else jnp.minimum(far * far, bound)
+        score = jnp.where(lap > limit, -jnp.inf, score)
     return score, sens
 
 
@@ -282,11 +285,13 @@ def _quantize_block(key, x, x_hat, tab, eps_laplace, eps_select, theta, prune=Fa
     return _quantize_block_drawn(draws, x, x_hat, tab, eps_laplace, eps_select, theta, prune, noise)
 
 
-def _quantize_block_drawn(draws, x, x_hat, tab, eps_laplace, eps_select, theta, prune=False, noise="float"):
+def _quantize_block_drawn(
+    draws, x, x_hat, tab, eps_laplace, eps_select, theta, prune=False, noise="float", bound=None
+):
     n, d = x.shape
     nd = n * d
     x_hat, c, lap, tail = _block_terms(x, x_hat, tab, eps_laplace)
-    score, sens = _scores(lap, tail, x_hat, tab, theta, prune)
+    score, sens = _scores(lap, tail, x_hat, tab, theta, prune, bound)
     gs = tab.cbrt_gs**3  # [K, nd] Lemma 1 sensitivities in scan order
     # Theorem 1: coefficient k < t gets ε*_k = GS_k^{2/3}/S_t · ε_QL; joint accounting divides by ρ_t.
     # With the noise scale b_k = GS_k/ε*_k (× ρ_t) = GS_k^{1/3} S_t ρ_t / ε_QL.

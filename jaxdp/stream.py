@@ -302,13 +302,14 @@ def _run_padded(config, prm, state, blocks, key, start: int, pub, dtype, pad: bo
     count = blocks.shape[0]
     length = codec.padded_length(count) if pad else count
     extra = length - count
-    eps, base = np.asarray(pub.eps), np.asarray(pub.base)
+    eps, base, energy = np.asarray(pub.eps), np.asarray(pub.base), np.asarray(pub.energy)
     if extra:
         blocks = np.concatenate([blocks, np.broadcast_to(blocks[-1:], (extra, *blocks.shape[1:]))])
-        eps = np.concatenate([eps, np.broadcast_to(eps[-1:], (extra,))])
+        eps = np.concatenate([eps, np.broadcast_to(eps[..., -1:], (*eps.shape[:-1], extra))], axis=-1)
         base = np.concatenate([base, np.broadcast_to(base[..., -1:, :], (*base.shape[:-2], extra, base.shape[-1]))], axis=-2)
+        energy = np.concatenate([energy, np.broadcast_to(energy[..., -1:], (*energy.shape[:-1], extra))], axis=-1)
     keys = _block_keys(key, start, count, length)
-    pub = codec.BlockInputs(jnp.asarray(eps, dtype), jnp.asarray(base, dtype))
+    pub = codec.BlockInputs(jnp.asarray(eps, dtype), jnp.asarray(base, dtype), jnp.asarray(energy, dtype))
     end_state, (released, info) = codec.run(config, prm, state, jnp.asarray(blocks, dtype), keys, pub)
     released = np.asarray(released)[..., :count, :, :]
     info = jax.tree_util.tree_map(lambda a: np.asarray(a)[:, :count] if keys.ndim == 2 else np.asarray(a)[:count], info)
@@ -347,85 +348,160 @@ def _plan_distinct(planner: _Planner, n_rows: int) -> list[tuple[np.ndarray, int
     return frames + planner.flush(n_rows - 1)
 
 
-class _FrameMeans:
-    """The frame-mean layer: each frame's noisy column means and their running estimate (host side).
+_VARIANCE_SHARE = 0.05  # of each frame's budget ε_f, spent on the frame's noisy column variances
+# Blocks are coded only when the first coefficient's Laplace error is at most this fraction of the energy
+# a coefficient holds on average (V/d per record for a residual spread evenly over the d columns). 1/4,
+# chosen by measurement (benchmarks/bench_utility.py): at 1 the blocks went live on Census at ε_f = 30
+# and did worse than spending the frame on its means (1.12× the frame-mean baseline's SSE).
+_LIVE_FRACTION = 0.25
+_BASE_STREAMS = (2**32 - 1, 2**32 - 2)  # fold_in indices of the layer's two queries (block keys use j < 2³² − 2)
 
-    Frame f of r records (distinct subjects) releases ``mean_f + Lap(ΣΛ/(r·s·ε_f))`` — one record moves the
-    vector of column means by at most ΣΛ/r in L1 — with the frame's key ``fold_in(fold_in(key, 2³²−1), f)``
-    (block keys are ``fold_in(key, j)`` with j < 2³²−1). The estimate at frame f is the inverse-variance
-    weighted average (weights ∝ (r·ε_f)²) of the noisy means of frames 1 … f, clipped to the domain: it
-    depends on released values only. Works in the codec's coordinates (record − lo). The running sums
-    are carried between calls, so a stream pushed in pieces gets the estimates of one batch call.
+
+class _FrameMeans:
+    """The frame-mean layer: each frame's noisy column means and variances, and their running estimates.
+
+    Frame f of r records (distinct subjects) releases, in the codec's coordinates x = record − lo ∈ [0, Λ]:
+
+    1. the column variances ``v_f = Σ_i (x_i − x̄)²/r + Lap(ΣΛ²/(r·ε_v))`` with ε_v = q·ε_f (q = 5 %): one
+       record changes a column's sum of squared deviations by at most Λ²(1 − 1/r) (brute-force checked in
+       the tests), so the vector of variances moves by at most ΣΛ²/r in L1;
+    2. a public decision from the running variance V_f (inverse-variance weighted average of v_1 … v_f,
+       summed over columns): the blocks of the frame are *live* iff the cheapest one-coefficient
+       release is clearly worth it, ``lap₁/(ε_QL)² ≤ ¼·V_f/d`` (lap₁ from the public quantizer tables,
+       ε_QL the blocks' Laplace budget; V_f/d the energy per coefficient of a residual spread evenly over
+       a block's n·d coefficients). Otherwise the blocks release the base and spend nothing;
+    3. the column means ``x̄_f + Lap(ΣΛ/(r·ε_μ))`` with ε_μ = (s − q)·ε_f when the blocks are live (they
+       get (1 − s)·ε_f) and (1 − q)·ε_f when not: one record moves the vector of means by ≤ ΣΛ/r in L1.
+
+    The frame spends ε_f in all (sequential composition; its blocks hold distinct subjects and compose in
+    parallel). Keys: ``fold_in(fold_in(key, 2³² − 1 or 2³² − 2), f)`` (block keys are ``fold_in(key, j)``
+    with j < 2³² − 2). The base that the "frame_mean" mode predicts from is the inverse-variance weighted
+    average (weights ∝ (r·ε_μ)²) of the noisy means of frames 1 … f, clipped to the domain; the blocks'
+    residual energy estimate n·V_f also prunes their hopeless (t, σ) candidates. Everything after the
+    two queries is post-processing of released values. The running sums are carried between calls, so
+    a stream pushed in pieces gets the estimates of one batch call.
     """
 
     def __init__(self, config: HVCConfig, width: np.ndarray):
+        from jaxdp import quantize
+
         self.share = config.frame_mean_share
         self.noise = config.noise
+        self.n = config.block_size
         self.width = np.asarray(width, np.float64)
-        self.sens = float(np.sum(self.width))
-        self.wsum = None  # [(R,) d]
-        self.wtot = 0.0
+        self.sens = np.asarray([np.sum(self.width), np.sum(self.width**2)])
+        self.eps_ql = config.budget_split[0] * (1.0 - self.share)  # blocks' Laplace share of ε_f, when live
+        # The means' budget is split over the columns as in Theorem 1 (ε_j ∝ Λ_j^{2/3}, the allocation that
+        # minimizes the total squared noise Σ_j 2(Λ_j/(r·ε_j))² under Σ_j ε_j = ε_μ): column j's noise scale is
+        # Λ_j^{1/3}·ΣΛ^{2/3}/(r·ε_μ) = scale_unit_j/(r·ε_μ), never more in total than one scale ΣΛ/(r·ε_μ)
+        # for all columns, and far less on narrow columns.
+        g = np.where(self.width > 0, self.width, 0.0) ** (2.0 / 3.0)
+        self.alloc = g / np.sum(g)
+        self.scale_unit = self.width ** (1.0 / 3.0) * np.sum(g)
+        if self.share:
+            bounds = np.stack([np.zeros_like(self.width), self.width])
+            tab = quantize.tables(self.n, bounds, kinds=config.kinds, order=config.order, accounting=config.accounting)
+            self.lap1 = float(np.min(tab.laplace_mse[:, 1]))  # Laplace error of t = 1 at ε_QL = 1 (public)
+        self.sums = None  # running weighted sums: means [(R,) d], variances [(R,) d]
+        self.weights = None  # their total weights [(R,)]
         self.frames = 0
 
-    def estimates(self, key, means: np.ndarray, sizes: np.ndarray, eps_frames: np.ndarray) -> np.ndarray:
-        """Running estimates ``[(R,) F, d]`` for the next F frames (raw clamped means ``[F, d]``)."""
-        f = means.shape[0]
+    def estimates(self, key, moments: np.ndarray, sizes: np.ndarray, eps_frames: np.ndarray):
+        """For the next F frames, from the raw ``moments [2, F, d]`` (column means, column variances):
+        ``(base [(R,) F, d], energy per record [(R,) F], blocks' share of ε_f [(R,) F])``."""
+        f, d = moments.shape[1:]
         if self.share == 0.0 or f == 0:
-            return np.zeros(((*key.shape, f, means.shape[1])))
+            reps = key.shape
+            return np.zeros((*reps, f, d)), np.full((*reps, f), np.inf), np.ones((*reps, f))
         from jaxdp import mechanisms
 
-        eps = self.share * eps_frames
-        kernel = mechanisms._kernel_noise(mechanisms.check_noise(self.noise))
+        kernel = mechanisms.check_noise(self.noise)
+        kernel = mechanisms._kernel_noise(kernel)
         dtype = jnp.zeros(()).dtype
-        idx = np.arange(self.frames, self.frames + f, dtype=np.uint32)
-        noisy = np.asarray(
-            _noisy_means(key, jnp.asarray(means, dtype), jnp.asarray(eps[:, None], dtype),
-                         jnp.asarray((self.sens / sizes)[:, None], dtype), jnp.asarray(idx), kernel),
-            np.float64,
-        )  # fmt: skip
-        w = (sizes * eps_frames) ** 2
-        csum = np.cumsum(noisy * w[:, None], axis=-2)
-        ctot = np.cumsum(w)
-        if self.wsum is not None:
-            csum = csum + self.wsum[..., None, :]
-            ctot = ctot + self.wtot
-        self.wsum, self.wtot = csum[..., -1, :], float(ctot[-1])
+        idx = jnp.asarray(np.arange(self.frames, self.frames + f, dtype=np.uint32))
+        reps = key.shape
+
+        def release(q, values, eps, alloc, sens):  # values [F, d], eps [(R,) F] → [(R,) F, d] float64
+            eps = np.broadcast_to(eps, (*reps, f))[..., None] * alloc  # [(R,) F, d]: column j gets a share
+            out = _noisy_rows(key, jnp.asarray(values, dtype), jnp.asarray(eps, dtype),
+                              jnp.asarray(sens[None, :] / sizes[:, None], dtype), idx, _BASE_STREAMS[q], kernel)
+            return np.asarray(out, np.float64)  # fmt: skip
+
+        def running(q, noisy, w):  # inverse-variance weighted running average over frames (and earlier calls)
+            csum = np.cumsum(noisy * w[..., None], axis=-2)
+            ctot = np.cumsum(w, axis=-1)
+            if self.sums is not None:
+                csum = csum + self.sums[q][..., None, :]
+                ctot = ctot + self.weights[q][..., None]
+            return csum, ctot
+
+        eps_v = _VARIANCE_SHARE * eps_frames
+        w_v = np.broadcast_to((sizes * eps_v) ** 2, (*reps, f))
+        ones = np.ones(d)
+        v_sum, v_tot = running(1, release(1, moments[1], eps_v, ones, np.full(d, self.sens[1])), w_v)
+        energy = np.sum(np.maximum(v_sum / v_tot[..., None], 0.0), axis=-1)  # [(R,) F]
+        live = self.lap1 / (self.eps_ql * eps_frames) ** 2 <= _LIVE_FRACTION * energy / self.width.shape[0]
+        eps_mu = np.where(live, self.share - _VARIANCE_SHARE, 1.0 - _VARIANCE_SHARE) * eps_frames
+        mu_sum, mu_tot = running(0, release(0, moments[0], eps_mu, self.alloc, self.width), (sizes * eps_mu) ** 2)
+        self.sums = (mu_sum[..., -1, :], v_sum[..., -1, :])
+        self.weights = (mu_tot[..., -1], v_tot[..., -1])
         self.frames += f
-        return np.clip(csum / ctot[:, None], 0.0, self.width)
+        # Shrink each column's running mean towards the midpoint by its public noise variance (positive-part
+        # James–Stein factor; post-processing): a column whose noise swamps its offset from the midpoint
+        # is released near the midpoint instead of at a noisy value.
+        mid = 0.5 * self.width
+        z = mu_sum / mu_tot[..., None] - mid
+        var = 2.0 * self.scale_unit[None, :] ** 2 / mu_tot[..., None]  # Var of the running mean, [(R,) F, d]
+        shrink = np.maximum(0.0, 1.0 - var / np.maximum(z * z, 1e-300))
+        base = np.clip(mid + shrink * z, 0.0, self.width)
+        return base, energy, np.where(live, 1.0 - self.share, 0.0)
 
 
-@functools.partial(jax.jit, static_argnums=(5,))
-def _noisy_means(key, means, eps, sens, idx, noise):
+@functools.partial(jax.jit, static_argnums=(5, 6))
+def _noisy_rows(key, values, eps, sens, idx, stream, noise):
+    """``values [F, d]`` + Laplace(sens/eps) (``eps [(R,) F, 1]``), frame f with key ``fold_in(fold_in(key,
+    stream), idx[f])``; `key` ``[]`` or ``[R]`` → ``[(R,) F, d]``."""
     from jaxdp import mechanisms
 
-    def one(k):
-        k_base = jax.random.fold_in(k, jnp.uint32(2**32 - 1))
-        keys = jax.vmap(lambda i: jax.random.fold_in(k_base, i))(idx)
-        return jax.vmap(lambda kk, m, e, s: mechanisms.laplace_mechanism(kk, m, epsilon=e, sensitivity=s, noise=noise))(
-            keys, means, eps, sens
-        )
+    def one(k, e):
+        k_q = jax.random.fold_in(k, jnp.uint32(stream))
+        keys = jax.vmap(lambda i: jax.random.fold_in(k_q, i))(idx)
+        return jax.vmap(lambda kk, m, ee, s: mechanisms.laplace_mechanism(kk, m, epsilon=ee, sensitivity=s,
+                                                                          noise=noise))(keys, values, e, sens)  # fmt: skip
 
-    return one(key) if key.shape == () else jax.vmap(one)(key)
+    return one(key, eps) if key.shape == () else jax.vmap(one)(key, eps)
 
 
-def _frame_raw_means(blocks, rows, block_frame, n_frames):
-    """Column means of each frame's real records ``[F, d]`` (codec coordinates) and the frame sizes ``[F]``."""
-    real = rows >= 0  # [B, n]
+def _frame_raw_moments(blocks, rows, block_frame, n_frames):
+    """Column means and (population) variances of each frame's real records ``[2, F, d]`` (codec
+    coordinates) and the frame sizes ``[F]``."""
+    real = rows.reshape(-1) >= 0  # [B·n]
     d = blocks.shape[-1]
+    fr = np.repeat(block_frame, blocks.shape[1])[real]
+    x = blocks.reshape(-1, d)[real]
+    sizes = np.bincount(fr, minlength=n_frames).astype(np.float64)
     sums = np.zeros((n_frames, d))
-    np.add.at(sums, np.repeat(block_frame, blocks.shape[1])[real.reshape(-1)], blocks.reshape(-1, d)[real.reshape(-1)])
-    sizes = np.bincount(np.repeat(block_frame, blocks.shape[1])[real.reshape(-1)], minlength=n_frames).astype(np.float64)
-    return sums / np.maximum(sizes, 1.0)[:, None], sizes
+    np.add.at(sums, fr, x)
+    mean = sums / np.maximum(sizes, 1.0)[:, None]
+    dev = np.zeros((n_frames, d))
+    np.add.at(dev, fr, (x - mean[fr]) ** 2)
+    return np.stack([mean, dev / np.maximum(sizes, 1.0)[:, None]]), sizes
 
 
 def _block_inputs(config, layer: _FrameMeans, key, blocks, rows, eps, block_frame, frames, limit, dtype):
-    """`codec.BlockInputs` for a run: the blocks' budgets and the frame-mean estimates of their frames."""
+    """`codec.BlockInputs` for a run: the blocks' budgets and the frame-mean layer's estimates for them
+    (base row of the block's frame; residual energy = real rows × the frame's energy per record + the
+    public padding rows' squared distance to the base)."""
     eps_frames = _frame_epsilon(config, [len(f[0]) for f in frames], limit)
     clamped = np.clip(blocks, 0.0, layer.width)  # what the codec codes (NaN → midpoint was done in blocks)
-    means, sizes = _frame_raw_means(clamped, rows, block_frame, len(frames))
-    est = layer.estimates(key, means, sizes, eps_frames)  # [(R,) F, d]
-    base = est[..., block_frame, :]
-    return codec.BlockInputs(jnp.asarray((1.0 - layer.share) * eps, dtype), jnp.asarray(base, dtype))
+    moments, sizes = _frame_raw_moments(clamped, rows, block_frame, len(frames))
+    base, energy, share = layer.estimates(key, moments, sizes, eps_frames)  # [(R,) F, d], [(R,) F], [(R,) F]
+    base_b = base[..., block_frame, :]  # [(R,) B, d]
+    real = np.sum(rows >= 0, axis=1)  # [B]
+    pad_energy = (blocks.shape[1] - real) * np.sum((0.5 * layer.width - base_b) ** 2, axis=-1)
+    energy_b = real * energy[..., block_frame] + pad_energy
+    eps_b = share[..., block_frame] * eps  # 0 for the blocks of a frame whose blocks are not live
+    return codec.BlockInputs(jnp.asarray(eps_b, dtype), jnp.asarray(base_b, dtype), jnp.asarray(energy_b, dtype))
 
 
 def _shift_params(config, lo, hi, dtype):
@@ -611,11 +687,14 @@ def anonymize_many(keys: jax.Array, streams, config: HVCConfig, *, shard: bool =
         blocks = np.stack([p[0] for p in per])
         rows, eps, block_frame = per[0][1], per[0][2], per[0][3]
         keys_b = _block_keys(keys, 0, blocks.shape[1])  # [S, B]
-        bases = [  # each stream its own frame-mean layer (its own key)
-            np.asarray(_block_inputs(config, _FrameMeans(config, hi - lo), keys[s_], blocks[s_], rows, eps, block_frame,
-                                     frames, limit, dtype).base)
+        layers = [  # each stream its own frame-mean layer (its own key)
+            _block_inputs(config, _FrameMeans(config, hi - lo), keys[s_], blocks[s_], rows, eps, block_frame,
+                          frames, limit, dtype)
             for s_ in range(n_streams)
         ]  # fmt: skip
+        bases = [np.asarray(p.base) for p in layers]
+        energy_j = jnp.asarray(np.stack([np.asarray(p.energy) for p in layers]), dtype)
+        eps_j = jnp.asarray(np.stack([np.asarray(p.eps) for p in layers]), dtype)
         pad = 0
         blocks_j, keys_j, base_j = jnp.asarray(blocks, dtype), keys_b, jnp.asarray(np.stack(bases), dtype)
         if shard and jax.device_count() > 1:
@@ -627,13 +706,17 @@ def anonymize_many(keys: jax.Array, streams, config: HVCConfig, *, shard: bool =
                 blocks_j = jnp.concatenate([blocks_j, jnp.repeat(blocks_j[:1], pad, axis=0)])
                 keys_j = jnp.concatenate([keys_j, jnp.repeat(keys_j[:1], pad, axis=0)])
                 base_j = jnp.concatenate([base_j, jnp.repeat(base_j[:1], pad, axis=0)])
+                energy_j = jnp.concatenate([energy_j, jnp.repeat(energy_j[:1], pad, axis=0)])
+                eps_j = jnp.concatenate([eps_j, jnp.repeat(eps_j[:1], pad, axis=0)])
             mesh = jax.make_mesh((ndev,), ("streams",), axis_types=(jax.sharding.AxisType.Auto,))
             sharding = NamedSharding(mesh, PartitionSpec("streams"))
             blocks_j = jax.device_put(blocks_j, sharding)
             keys_j = jax.device_put(keys_j, sharding)
             base_j = jax.device_put(base_j, sharding)
+            energy_j = jax.device_put(energy_j, sharding)
+            eps_j = jax.device_put(eps_j, sharding)
         state = codec.init(config, d, dtype)
-        pub = codec.BlockInputs(jnp.asarray((1.0 - config.frame_mean_share) * eps, dtype), base_j)
+        pub = codec.BlockInputs(eps_j, base_j, energy_j)
         _, (released, info) = codec.run_streams(config, prm, state, blocks_j, keys_j, pub)
         released = np.asarray(released)[:n_streams]
         info = jax.tree_util.tree_map(lambda a: np.asarray(a)[:n_streams], info)
