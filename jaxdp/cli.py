@@ -361,6 +361,7 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
     lo, hi = (np.asarray(b, np.float64) for b in bounds)
     strict = args.strict_bounds
     diag = _Diagnostics(lo, hi, len(columns)) if args.diagnostics else None
+    content = _Content(lo, hi)
 
     previous = backend.fuse_cpu_loops(not args.no_fuse_loops)
     t_run = time.perf_counter()
@@ -380,13 +381,13 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
                 if diag is not None:
                     diag.remember(x, row0)
                 out, idx = sa.push(x, ids=id_list)
-                _emit(writer, out, idx, id_of, args.ids_column, diag)
+                _emit(writer, out, idx, id_of, args.ids_column, diag, content)
                 if id_list is not None:  # forget ids no buffered record can need
                     keep = set(sa.pending)
                     id_of = {r: v for r, v in id_of.items() if r in keep}
                 progress.update(x.shape[0])
             out, idx = sa.flush()
-            _emit(writer, out, idx, id_of, args.ids_column, diag)
+            _emit(writer, out, idx, id_of, args.ids_column, diag, content)
             empty = np.zeros((0, len(columns)), np.dtype(sa.dtype))
             writer.commit(empty, [] if args.ids_column else None)
         one_kernel = codec.one_kernel_loop(config, n * len(columns))
@@ -397,6 +398,7 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
     eps_f = np.asarray(sa.epsilon_spent)
     reasons = _not_private_reasons(bounds_public=bounds_public, config=config, seeded=seeded)
     records_in = sa.rows_seen
+    carries, carries_words = content.verdict(sa, writer.rows)
     report = {
         "jaxdp": __version__,
         "input": source,
@@ -420,6 +422,7 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
         "seconds": elapsed,
         "records_per_second": float(records_in / elapsed) if elapsed > 0 else None,
         "codec_loop_one_kernel": one_kernel,
+        "release_carries": carries,
         "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in _config_dict(config).items()},
     }
     if diag is not None:
@@ -448,13 +451,20 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
         print(f"jaxdp anonymize: WARNING: the budget is spent after {target} records (--target-length): {sa.dropped} "
               "later records were dropped and are not in the output. Release them separately with a new budget, "
               "or raise --target-length.", file=sys.stderr)  # fmt: skip
+    print(f"  release carries: {carries}", file=out)
+    if carries_words:
+        print(f"jaxdp anonymize: NOTE: {carries_words}", file=sys.stderr)
     if diag is not None:
         d = report["curator_diagnostics_NOT_PRIVATE"]
         print(f"  {NOT_PRIVATE_NOTE.upper()}:", file=out)
         print(f"    values clipped into the domain: {d['values_clipped']}", file=out)
         if d["sse_vs_midpoint"] is not None:
-            print(f"    SSE {d['sse']:.4e} = {d['sse_vs_midpoint']:.3g} x releasing the midpoint, "
-                  f"{d['sse_vs_pln_expected']:.3g} x the PLN expectation", file=out)  # fmt: skip
+            print(f"    SSE {d['sse']:.4e} = {d['sse_vs_midpoint']:.3g} x releasing the midpoint (1 = no better than "
+                  "releasing nothing)", file=out)  # fmt: skip
+            for name, r in zip(columns, d["sse_vs_midpoint_per_column"]):
+                if r is not None:
+                    words = "closer to the data than the midpoint" if r < 1 else "NO closer to the data than the midpoint"
+                    print(f"    column {name!r}: squared error {r:.3g} x releasing the midpoint ({words})", file=out)
     return 0
 
 
@@ -497,7 +507,39 @@ def _prefetch(batches, depth: int = 2):
                 thread.join(timeout=0.05)
 
 
-def _emit(writer, out, idx, id_of, id_column, diag):
+class _Content:
+    """What the released values carry, read from the output only (so it may be reported): whether every
+    released record is the domain midpoint."""
+
+    def __init__(self, lo, hi):
+        self.mid = 0.5 * (lo + hi)
+        self.all_midpoint = True
+
+    def add(self, out):
+        if self.all_midpoint and out.shape[0]:
+            self.all_midpoint = bool(np.all(np.asarray(out, np.float64) == self.mid.astype(out.dtype)))
+
+    def verdict(self, sa, records_out):
+        """``(key, plain words or None)``."""
+        if records_out and self.all_midpoint:
+            return "nothing", (
+                "the release carries no information from the data: every released record is the domain "
+                "midpoint. Raise --epsilon, lengthen --delay (more records per frame), or, if each person has "
+                "one row, declare --records-per-subject 1 (ε per frame instead of ε·m/l)."
+            )
+        if records_out and sa.blocks_coded == 0:
+            return "frame means only", (
+                "every released record is its frame's noisy column means (no block kept per-record detail): "
+                "the release shows how column averages move from frame to frame, not individual records. For "
+                "per-record detail raise --epsilon or --delay, or declare --records-per-subject."
+            )
+        share = sa.blocks_coded / max(sa.blocks_done, 1)
+        return f"per-record detail in {100 * share:.0f} % of blocks", None
+
+
+def _emit(writer, out, idx, id_of, id_column, diag, content=None):
+    if content is not None:
+        content.add(out)
     if diag is not None:
         diag.add(out, idx)
     ids = [id_of[int(r)] for r in idx] if id_column is not None else None

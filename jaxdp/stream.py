@@ -358,28 +358,33 @@ _BASE_STREAMS = (2**32 - 1, 2**32 - 2)  # fold_in indices of the layer's two que
 
 
 class _FrameMeans:
-    """The frame-mean layer: each frame's noisy column means and variances, and their running estimates.
+    """The frame-mean layer: each frame's noisy column means (and variances), and their running estimates.
 
-    Frame f of r records (distinct subjects) releases, in the codec's coordinates x = record − lo ∈ [0, Λ]:
+    Frame f of r records (distinct subjects), budget ε_f, in the codec's coordinates x = record − lo ∈ [0, Λ]:
 
-    1. the column variances ``v_f = Σ_i (x_i − x̄)²/r + Lap(ΣΛ²/(r·ε_v))`` with ε_v = q·ε_f (q = 5 %): one
-       record changes a column's sum of squared deviations by at most Λ²(1 − 1/r) (brute-force checked in
-       the tests), so the vector of variances moves by at most ΣΛ²/r in L1;
-    2. a public decision from the running variance V_f (inverse-variance weighted average of v_1 … v_f,
-       summed over columns): the blocks of the frame are *live* iff the cheapest one-coefficient
-       release is clearly worth it, ``lap₁/(ε_QL)² ≤ ¼·V_f/d`` (lap₁ from the public quantizer tables,
-       ε_QL the blocks' Laplace budget; V_f/d the energy per coefficient of a residual spread evenly over
-       a block's n·d coefficients). Otherwise the blocks release the base and spend nothing;
-    3. the column means ``x̄_f + Lap(ΣΛ/(r·ε_μ))`` with ε_μ = (s − q)·ε_f when the blocks are live (they
-       get (1 − s)·ε_f) and (1 − q)·ε_f when not: one record moves the vector of means by ≤ ΣΛ/r in L1.
+    1. *Could the blocks help at all?* A public rule: the cheapest one-coefficient block release is worth
+       it only if ``lap₁/(ε_QL·ε_f)² ≤ ¼·V/d`` (lap₁ from the public quantizer tables, ε_QL = the blocks'
+       Laplace share of (1 − s)·ε_f, V the records' variance summed over columns, V/d the energy per
+       coefficient of a residual spread evenly over a block's n·d coefficients). With V ≤ ΣΛ²/4 (bounded
+       values) this is checked first on public values only; if it fails, steps 2–3 are skipped.
+    2. Otherwise the column variances ``Σ_i (x_i − x̄)²/r + Lap(ΣΛ²/(r·ε_v))``, ε_v = 5 % of ε_f: one record
+       changes a column's sum of squared deviations by at most Λ²(1 − 1/r) (brute-force checked in the
+       tests), so the vector of variances moves by at most ΣΛ²/r in L1.
+    3. The blocks are *live* iff the rule of step 1 holds with V = the running noisy variance (public).
+    4. The column means ``x̄_f,j + Lap(Λ_j/(r·ε_μ,j))`` with ε_μ,j = ε_μ·Λ_j^{2/3}/ΣΛ^{2/3} (Theorem 1's split,
+       which minimizes the total squared noise; each column's mean has sensitivity Λ_j/r) and
+       ε_μ = s·ε_f − ε_v when the blocks are live (they get (1 − s)·ε_f), ε_f − ε_v when not (the blocks then
+       release the base and spend nothing).
 
-    The frame spends ε_f in all (sequential composition; its blocks hold distinct subjects and compose in
-    parallel). Keys: ``fold_in(fold_in(key, 2³² − 1 or 2³² − 2), f)`` (block keys are ``fold_in(key, j)``
-    with j < 2³² − 2). The base that the "frame_mean" mode predicts from is the inverse-variance weighted
-    average (weights ∝ (r·ε_μ)²) of the noisy means of frames 1 … f, clipped to the domain; the blocks'
-    residual energy estimate n·V_f also prunes their hopeless (t, σ) candidates. Everything after the
-    two queries is post-processing of released values. The running sums are carried between calls, so
-    a stream pushed in pieces gets the estimates of one batch call.
+    The frame spends ε_f in all (sequential composition of its queries; its blocks hold distinct subjects
+    and compose in parallel). Keys: ``fold_in(fold_in(key, 2³² − 1 or 2³² − 2), f)`` (block keys are
+    ``fold_in(key, j)`` with j < 2³² − 2). The base that the "frame_mean" mode predicts from is the
+    inverse-variance weighted average (weights ∝ (r·ε_μ)²) of the noisy means of frames 1 … f, shrunk
+    towards the midpoint column by column by the positive-part James–Stein factor ``max(0, 1 − σ²/z²)``
+    (σ² the public noise variance of the running mean, z its offset from the midpoint) and clipped to the
+    domain; the blocks' residual energy estimate n·V also prunes their hopeless (t, σ) candidates.
+    Everything after the queries is post-processing of released values. The running sums are carried
+    between calls, so a stream pushed in pieces gets the estimates of one batch call.
     """
 
     def __init__(self, config: HVCConfig, width: np.ndarray):
@@ -395,9 +400,9 @@ class _FrameMeans:
         # minimizes the total squared noise Σ_j 2(Λ_j/(r·ε_j))² under Σ_j ε_j = ε_μ): column j's noise scale is
         # Λ_j^{1/3}·ΣΛ^{2/3}/(r·ε_μ) = scale_unit_j/(r·ε_μ), never more in total than one scale ΣΛ/(r·ε_μ)
         # for all columns, and far less on narrow columns.
-        g = np.where(self.width > 0, self.width, 0.0) ** (2.0 / 3.0)
+        g = self.width ** (2.0 / 3.0)
         self.alloc = g / np.sum(g)
-        self.scale_unit = self.width ** (1.0 / 3.0) * np.sum(g)
+        self.scale_unit = self.width / self.alloc
         if self.share:
             bounds = np.stack([np.zeros_like(self.width), self.width])
             tab = quantize.tables(self.n, bounds, kinds=config.kinds, order=config.order, accounting=config.accounting)
@@ -435,13 +440,17 @@ class _FrameMeans:
                 ctot = ctot + self.weights[q][..., None]
             return csum, ctot
 
-        eps_v = _VARIANCE_SHARE * eps_frames
+        # The variance query is asked only where the blocks could be live whatever the data: with V ≤ ΣΛ²/4
+        # (the largest variance of values in [0, Λ]); elsewhere (small ε_f) the whole frame goes to the means.
+        possible = self.lap1 / (self.eps_ql * eps_frames) ** 2 <= _LIVE_FRACTION * np.sum(self.width**2) / (4 * d)
+        eps_v = np.where(possible, _VARIANCE_SHARE, 0.0) * eps_frames
         w_v = np.broadcast_to((sizes * eps_v) ** 2, (*reps, f))
-        ones = np.ones(d)
-        v_sum, v_tot = running(1, release(1, moments[1], eps_v, ones, np.full(d, self.sens[1])), w_v)
-        energy = np.sum(np.maximum(v_sum / v_tot[..., None], 0.0), axis=-1)  # [(R,) F]
-        live = self.lap1 / (self.eps_ql * eps_frames) ** 2 <= _LIVE_FRACTION * energy / self.width.shape[0]
-        eps_mu = np.where(live, self.share - _VARIANCE_SHARE, 1.0 - _VARIANCE_SHARE) * eps_frames
+        masked = np.where(possible[:, None], moments[1], 0.0)  # frames not asked: nothing of the data enters
+        noisy_v = release(1, masked, np.where(possible, eps_v, 1.0), np.ones(d), np.full(d, self.sens[1]))
+        v_sum, v_tot = running(1, noisy_v, w_v)  # zero weight where not asked
+        energy = np.sum(np.maximum(v_sum / np.maximum(v_tot, 1e-300)[..., None], 0.0), axis=-1)  # [(R,) F]
+        live = possible & (self.lap1 / (self.eps_ql * eps_frames) ** 2 <= _LIVE_FRACTION * energy / d)
+        eps_mu = np.where(live, self.share, 1.0) * eps_frames - eps_v
         mu_sum, mu_tot = running(0, release(0, moments[0], eps_mu, self.alloc, self.width), (sizes * eps_mu) ** 2)
         self.sums = (mu_sum[..., -1, :], v_sum[..., -1, :])
         self.weights = (mu_tot[..., -1], v_tot[..., -1])
@@ -766,6 +775,7 @@ class StreamAnonymizer:
         self.pending: dict[int, np.ndarray] = {}  # input row -> record, for buffered rows only
         self.rows_seen = 0
         self.blocks_done = 0
+        self.blocks_coded = 0  # blocks that released coefficients (t > 0, chosen by the mechanism: public)
         self.frames_done = 0
         self._warned_dropped = False
         self.epsilon_spent: list[float] = []  # ε of each released frame
@@ -858,6 +868,7 @@ class StreamAnonymizer:
                 self.config, self.prm, self.state, blocks, self.key, self.blocks_done, pub, self.dtype, pad=True
             )
         self.blocks_done += blocks.shape[0]
+        self.blocks_coded += int(np.sum(np.asarray(info.t) > 0))
         self.frames_done += len(frames)
         self.frame_sizes.extend(len(f[0]) for f in frames)
         self.epsilon_spent.extend(

@@ -402,6 +402,27 @@ def leaking_diagnostic_case():
         np.full((1, 1), 1.0), np.full((1, 1), 1.5), dict(batched=True)  # x' is out of the domain [0, 1]
 
 
+def _frame_case(release, r=4, eps=1.0):
+    """A frame of r one-record subjects in [0, 1] (records_per_subject=1: ε per frame); neighbours differ
+    in the first record; the statistic is the last record's release (another subject's row, which
+    depends on the first only through the frame's noisy means). The mutant charges the frame r× too
+    little — the same noise as a sensitivity ΣΛ/r² instead of ΣΛ/r."""
+
+    def cfg(e):
+        return jaxdp.HVCConfig(r, 1, e, bounds=np.ones(1), records_per_subject=1)
+
+    def run(c):
+        return lambda keys, x: jnp.asarray(release(keys, np.asarray(x), c).records[:, -1, 0])
+
+    x = np.zeros((r, 1))
+    x_prime = x.copy()
+    x_prime[0, 0] = 1.0
+    return eps, run(cfg(eps)), run(cfg(r * eps)), x, x_prime, dict(batched=True)
+
+
+CASES["frame-mean layer (default HVC)"] = lambda: _frame_case(jaxdp.anonymize)
+CASES["baseline: running frame mean"] = lambda: _frame_case(jaxdp.frame_mean)
+CASES["baseline: microaggregation"] = lambda: _frame_case(lambda k, x, c: jaxdp.microaggregate(k, x, c, group=4))
 CASES["grid laplace parity at b/γ = 1.2e7"] = grid_parity_case
 CASES["public seed (mutant) vs secret key"] = public_seed_case
 CASES["leaking diagnostic (mutant): clipped count"] = leaking_diagnostic_case

@@ -417,3 +417,16 @@ def test_reader_detects_formats():
     assert io.detect_format("-") == ("csv", None)
     with pytest.raises(io.InputError, match="compression"):
         io.detect_format("x.parquet.zst")
+
+
+@pytest.mark.parametrize("eps, modes, carries", [(1e-6, "midpoint", "nothing"), (0.5, "frame_mean", "frame means only"),
+                                                (1e6, "frame_mean", "per-record detail")])
+def test_the_summary_says_in_plain_words_what_the_release_carries(tmp_path, capsys, eps, modes, carries):
+    # A property of the output (every record the midpoint; no block coded), so it may be reported.
+    _, report, _ = _run(tmp_path, "c", "--epsilon", str(eps), "--delay", "96", "--seed", "1", "--modes", modes)
+    captured = capsys.readouterr()
+    assert report["release_carries"].startswith(carries)
+    if carries == "per-record detail":
+        assert "NOTE" not in captured.err
+    else:
+        assert "NOTE" in captured.err and "--epsilon" in captured.err and "--records-per-subject" in captured.err

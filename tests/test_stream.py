@@ -1,4 +1,5 @@
 import dataclasses
+import functools
 import warnings
 
 import jax
@@ -511,3 +512,75 @@ def test_records_per_subject_spends_eps_over_k_per_frame_and_streams_unbounded(k
     ids = [i % 50 for i in range(200)]  # every subject returns after 50 rows, in a later frame
     capped = jaxdp.anonymize(key, CENSUS[:200], dataclasses.replace(cfg, records_per_subject=2), ids=ids)
     assert capped.capped > 0 and np.bincount([ids[i] for i in capped.index]).max() <= 2
+
+
+def test_a_column_variance_moves_by_at_most_its_width_squared_over_r():
+    # The frame-mean layer's variance query has L1 sensitivity ΣΛ²/r: brute force over a grid in [0, 1]
+    # (replace one record): the population variance moves by at most Λ²(1 − 1/r)/r ≤ Λ²/r.
+    import itertools
+
+    grid = np.linspace(0.0, 1.0, 5)
+    for r in (1, 2, 3, 4):
+        worst = 0.0
+        for xs in itertools.product(grid, repeat=r):
+            xs = np.asarray(xs)
+            for y in grid:
+                ys = xs.copy()
+                ys[0] = y
+                worst = max(worst, abs(ys.var() - xs.var()))
+        assert worst <= 1.0 / r + 1e-12
+        assert worst == pytest.approx((1.0 - 1.0 / r) / r)  # the bound is attained
+
+
+def test_frame_mean_layer_splits_each_frames_budget(key):
+    # Every frame spends ε_f in all; its blocks get (1 − s)·ε_f when the layer's public rule finds them
+    # useful (live) and 0 otherwise — then every released record of the frame is the same base row.
+    for eps, live in ((0.5, False), (3e4, True)):
+        cfg = jaxdp.HVCConfig(8, 3, eps, bounds=BOUNDS, records_per_subject=1)
+        res = jaxdp.anonymize(key, CENSUS[:240], cfg)
+        np.testing.assert_allclose(res.epsilon_spent, eps)
+        block_eps = np.asarray(res.info.epsilon)
+        assert np.all(np.isclose(block_eps, 0.0) | np.isclose(block_eps, (1 - cfg.frame_mean_share) * eps, rtol=1e-6))
+        assert np.all(block_eps > 0) == live
+        if not live:
+            assert np.all(np.asarray(res.info.t) == 0)
+            for f in np.unique(res.frame):
+                rows = np.asarray(res.records)[res.frame == f]
+                np.testing.assert_array_equal(rows, np.broadcast_to(rows[0], rows.shape))
+    with pytest.raises(ValueError, match="frame_mean_share"):
+        jaxdp.HVCConfig(8, 3, 1.0, bounds=BOUNDS, modes=predict.PAPER_MODES, frame_mean_share=0.5)
+
+
+def test_frame_mean_layer_beats_the_midpoint_and_the_old_default_at_small_eps(key):
+    keys = jax.random.split(key, 4)
+    cfg = jaxdp.HVCConfig(8, 27, 1.0, bounds=BOUNDS, records_per_subject=1)
+    mid = jaxdp.midpoint(CENSUS, cfg).sse(CENSUS)
+    layer = jaxdp.anonymize(keys, CENSUS, cfg).sse(CENSUS).mean()
+    old = jaxdp.anonymize(keys, CENSUS, dataclasses.replace(cfg, modes=predict.PAPER_MODES, frame_mean_share=0.0)).sse(CENSUS).mean()
+    fm = jaxdp.frame_mean(keys, CENSUS, cfg).sse(CENSUS).mean()
+    assert layer <= 0.15 * mid  # issue 17's target at ε = 1, one record per subject
+    assert layer < 0.5 * old and layer <= 1.1 * fm
+
+
+@pytest.mark.parametrize("release", ["frame_mean", "microaggregate"])
+def test_baselines_match_a_numpy_reference_and_repeat_over_keys(key, release, x64):
+    cfg = jaxdp.HVCConfig(4, 2, 2.0, bounds=BOUNDS, records_per_subject=1)
+    data = CENSUS[:20].astype(np.float64)
+    fn = getattr(jaxdp, release)
+    if release == "microaggregate":
+        fn = functools.partial(fn, group=4)
+    keys = jax.random.split(key, 3)
+    many = fn(keys, data, cfg)
+    for r in range(3):
+        np.testing.assert_array_equal(many.records[r], fn(keys[r], data, cfg).records)
+    # zero-noise limit: ε → ∞ gives the exact frame means (running, weighted by size²) / group centroids
+    exact = fn(key, data, dataclasses.replace(cfg, epsilon=1e12)).records
+    frames = [data[0:8], data[8:16], data[16:20]]
+    if release == "frame_mean":
+        w = np.asarray([len(f) ** 2 for f in frames], np.float64)
+        means = np.stack([f.mean(0) for f in frames])
+        want = np.concatenate([np.repeat((np.cumsum(means * w[:, None], 0) / np.cumsum(w)[:, None])[i:i + 1], len(f), 0)
+                               for i, f in enumerate(frames)])  # fmt: skip
+    else:
+        want = np.concatenate([np.repeat(data[i:i + 4].mean(0, keepdims=True), 4, 0) for i in range(0, 20, 4)])
+    np.testing.assert_allclose(exact, want, rtol=1e-6)

@@ -1,0 +1,57 @@
+import numpy as np
+import pytest
+
+from jaxdp import metrics
+
+RNG = np.random.default_rng(0)
+X = RNG.uniform(0, 10, size=(200, 3)) * np.array([1.0, 2.0, 0.5])
+LO, HI = np.zeros(3), np.array([10.0, 20.0, 5.0])
+
+
+def test_relative_sse_is_one_at_the_midpoint_and_zero_on_the_data():
+    mid = np.broadcast_to(0.5 * (LO + HI), X.shape)
+    assert metrics.relative_sse(mid, X, LO, HI) == pytest.approx(1.0)
+    np.testing.assert_allclose(metrics.relative_sse(mid, X, LO, HI, per_column=True), 1.0)
+    assert metrics.relative_sse(X, X, LO, HI) == 0.0
+    y = X + 1.0
+    assert metrics.sse(y, X) == pytest.approx(X.size)
+    np.testing.assert_allclose(metrics.sse_columns(np.stack([y, X]), X), 0.5 * X.shape[0])  # mean over reps
+
+
+def test_marginal_tv_reference():
+    one, two = metrics.marginal_tv(X, X, LO, HI)
+    assert one == 0.0 and two == 0.0
+    far = np.broadcast_to(HI, X.shape)  # everything in the last cell: TV = 1 − share of the data there
+    one, _ = metrics.marginal_tv(far, X, LO, HI, bins=4)
+    cells = np.clip(np.floor((X - LO) / (HI - LO) * 4), 0, 3)
+    np.testing.assert_allclose(one, np.mean(1.0 - np.mean(cells == 3, axis=0)))
+
+
+def test_correlation_error_and_moments_reference():
+    y = X + RNG.normal(size=X.shape)
+    c = np.abs(np.corrcoef(y.T) - np.corrcoef(X.T))
+    assert metrics.correlation_error(y, X) == pytest.approx(c[~np.eye(3, dtype=bool)].mean())
+    const = np.ones_like(X)  # constant columns correlate 0
+    assert metrics.correlation_error(const, X) == pytest.approx(np.abs(np.corrcoef(X.T))[~np.eye(3, dtype=bool)].mean())
+    em, es = metrics.moment_errors(y, X)
+    np.testing.assert_allclose(em, np.abs(y.mean(0) - X.mean(0)) / np.abs(X.mean(0)))
+    np.testing.assert_allclose(es, np.abs(y.std(0) - X.std(0)) / X.std(0))
+
+
+def test_regression_r2_reference():
+    z = X.copy()
+    z[:, 2] = 0.3 * X[:, 0] - 0.1 * X[:, 1] + 0.05 * RNG.normal(size=200)
+    a = np.column_stack([np.ones(200), z[:, :2]])
+    coef, *_ = np.linalg.lstsq(a, z[:, 2], rcond=None)
+    want = 1 - np.sum((z[:, 2] - a @ coef) ** 2) / np.sum((z[:, 2] - z[:, 2].mean()) ** 2)
+    assert metrics.regression_r2(z, z) == pytest.approx(want)
+    assert metrics.regression_r2(np.broadcast_to(z.mean(0), z.shape) + 0 * z, z) <= 1e-9  # a constant release
+
+
+def test_bad_shapes_are_rejected():
+    with pytest.raises(ValueError, match="shape"):
+        metrics.sse(X[:10], X)
+    with pytest.raises(ValueError, match="hi > lo"):
+        metrics.relative_sse(X, X, HI, LO)
+    s = metrics.summary(X, X, LO, HI)
+    assert s["relative_sse"] == 0.0 and s["tv_1way"] == 0.0 and s["correlation_error"] == 0.0
