@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -83,19 +85,20 @@ def _group_release(key, x, group, eps_group, sizes, sens, config):
     np.add.at(sums, group, x)
     means = sums / sizes[:, None]
     noise = mechanisms.check_noise(config.noise)
-    kernel = mechanisms._kernel_noise(noise)
     with mechanisms.precision(noise):
         dtype = jnp.zeros(()).dtype
         eps = jnp.asarray(eps_group[:, None], dtype)
         sens_g = jnp.asarray((sens / sizes)[:, None], dtype)
-
-        def release(k):
-            return mechanisms.laplace_mechanism(k, jnp.asarray(means, dtype), epsilon=eps, sensitivity=sens_g,
-                                                noise=kernel)  # fmt: skip
-
-        release = jax.jit(release)
-        out = release(key) if key.shape == () else jax.vmap(release)(key)
+        out = _noisy_means(key, jnp.asarray(means, dtype), eps, sens_g, mechanisms._kernel_noise(noise))
         return np.asarray(out, np.float64)
+
+
+@functools.partial(jax.jit, static_argnums=(4,))
+def _noisy_means(key, means, eps, sens, noise):
+    def release(k):
+        return mechanisms.laplace_mechanism(k, means, epsilon=eps, sensitivity=sens, noise=noise)
+
+    return release(key) if key.shape == () else jax.vmap(release)(key)
 
 
 def frame_mean(key: jax.Array, records, config: HVCConfig, *, ids=None) -> Result:
