@@ -436,16 +436,16 @@ def check_grid_ratio(*, epsilon, sensitivity) -> None:
         )
 
 
-def l2_norm_noise(key: jax.Array, shape, *, dim, epsilon, dtype=None) -> jax.Array:
-    """K-norm noise for the L2 norm: density ∝ ``exp(−ε‖z‖₂)`` on the first `dim` coordinates (float).
+def l2_norm_noise(key: jax.Array, shape, *, dim, epsilon, sensitivity=1.0, dtype=None) -> jax.Array:
+    """K-norm noise for the L2 norm: density ∝ ``exp(−ε‖z‖₂/Δ₂)`` on the first `dim` coordinates (float).
 
-    Sampled as ``√g·N(0, I)`` with ``g ~ Gamma((dim + 1)/2, rate ε²/2)`` (a Gaussian scale mixture);
-    ε-DP for a query of L2 sensitivity 1 (Hardt & Talwar 2010). Only ``shape[-1] ≥ dim`` coordinates
-    are drawn; the caller keeps the first `dim`. Traceable; float sampler only.
+    Sampled as ``√g·N(0, I)`` with ``g ~ Gamma((dim + 1)/2, rate (ε/Δ₂)²/2)`` (a Gaussian scale mixture);
+    ε-DP for a query of L2 sensitivity Δ₂ = `sensitivity` (Hardt & Talwar 2010). Only ``shape[-1] ≥ dim``
+    coordinates are drawn; the caller keeps the first `dim`. Traceable; float sampler only.
     """
     dtype = _checks.float_dtype() if dtype is None else np.dtype(dtype)
     k_gam, k_norm = jax.random.split(key)
-    eps = jnp.asarray(epsilon, dtype)
+    eps = jnp.asarray(epsilon, dtype) / jnp.asarray(sensitivity, dtype)
     g = jax.random.gamma(k_gam, (jnp.asarray(dim).astype(dtype) + 1) / 2, dtype=dtype) * (2.0 / (eps * eps))
     return jnp.sqrt(g) * jax.random.normal(k_norm, tuple(shape), dtype)
 

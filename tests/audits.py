@@ -262,18 +262,19 @@ def efpa_case():
     from jaxdp import histogram, transforms
 
     eps = 2.0
+    l1 = jnp.asarray(histogram.dft_sensitivity(4), jnp.float32)  # the default, exact accounting
 
     def mech(key, h):
-        return transforms.rdft(histogram._efpa(key, h, jnp.asarray(eps, h.dtype))[0])[2]
+        return transforms.rdft(histogram._efpa(key, h, jnp.asarray(eps, h.dtype), l1)[0])[2]
 
     def mutant(key, h):
         n = h.shape[0]
         k_sel, k_noise = jax.random.split(key)
-        idx = jax.random.categorical(k_sel, -eps * histogram._efpa_scores(h, jnp.asarray(eps, h.dtype)) / 4.0)
+        idx = jax.random.categorical(k_sel, -eps * histogram._efpa_scores(h, jnp.asarray(eps, h.dtype), l1) / 4.0)
         z = transforms.rdft_size(n, idx + 1)
         i = jnp.arange(n)
         sine = (i >= 2) & (i % 2 == 0) & (i < 2 * ((n - 1) // 2) + 1)
-        noise = jnp.where(sine, 0.0, jax.random.laplace(k_noise, (n,), h.dtype) * 2.0 * jnp.sqrt(z.astype(h.dtype)) / eps)
+        noise = jnp.where(sine, 0.0, jax.random.laplace(k_noise, (n,), h.dtype) * 2.0 * l1[z] / eps)
         return jnp.where(i < z, transforms.rdft(h) + noise, 0.0)[2]
 
     return eps, mech, mutant, jnp.zeros(4), jnp.zeros(4).at[1].set(1.0), {}

@@ -125,15 +125,18 @@ def test_fig3_hpartition_example_reproduced():
 
 # ------------------------------------------------------------------ Lemma 1 (FPA SSE) by simulation
 @pytest.mark.parametrize("k", [1, 5, 20])
-def test_lemma1_fpa_sse_equals_removed_energy_plus_noise(k, key, x64):
+@pytest.mark.parametrize("accounting", ["paper", "exact"])
+def test_lemma1_fpa_sse_equals_removed_energy_plus_noise(k, accounting, key, x64):
     h = H.synthetic_histogram(3, n=64, kind="smooth", total=5000)
     eps, reps = 0.5, 4000
     c = np.asarray(transforms.rdft(jnp.asarray(h, jnp.float64)))
-    expected = np.sum(c[k:] ** 2) + 2 * k**2 / eps**2
+    sens = H.dft_sensitivity(64, accounting=accounting)[k]
+    assert sens == pytest.approx(math.sqrt(k)) if accounting == "paper" else sens < math.sqrt(k)
+    expected = np.sum(c[k:] ** 2) + 2 * k * sens**2 / eps**2
     keys = jax.random.split(key, reps)
-    out = jax.vmap(lambda kk: H._fpa(kk, jnp.asarray(h, jnp.float64), jnp.asarray(eps), k))(keys)
+    out = jax.vmap(lambda kk: H.fpa(kk, h, epsilon=eps, k=k, accounting=accounting, noise="float64"))(keys)
     sse = np.sum((np.asarray(out) - h) ** 2, axis=1)
-    b = math.sqrt(k) / eps
+    b = sens / eps
     sd = math.sqrt(20 * k * b**4 / reps)  # Var(L²) = 20 b⁴ for Lap(b)
     z = scipy.stats.norm.ppf(1 - ALPHA / 2)
     assert abs(sse.mean() - expected) < z * sd
@@ -147,23 +150,26 @@ def test_lpa_noise_is_laplace(key, x64):
     assert p > ALPHA
 
 
-def test_efpa_noise_is_laplace_2sqrtz_over_eps_on_every_retained_coordinate(key, x64):
+@pytest.mark.parametrize("accounting", ["paper", "exact"])
+def test_efpa_noise_is_laplace_2_delta_over_eps_on_every_retained_coordinate(key, x64, accounting):
     h = H.synthetic_histogram(4, n=33, kind="smooth", total=3000).astype(np.float64)
     eps = 0.7
-    outs, ks = jax.vmap(lambda kk: H._efpa(kk, jnp.asarray(h), jnp.asarray(eps)))(jax.random.split(key, 3000))
+    l1 = H.dft_sensitivity(33, accounting=accounting)
+    outs, ks = jax.vmap(lambda kk: H._efpa(kk, jnp.asarray(h), jnp.asarray(eps), jnp.asarray(l1)))(
+        jax.random.split(key, 3000))  # fmt: skip
     c = np.asarray(transforms.rdft(jnp.asarray(h)))
     co = np.asarray(transforms.rdft(outs))
     z = np.minimum(2 * np.asarray(ks) - 1, h.size)
     standardized, zeroed = [], []
     for row, zz in zip(co, z):
-        standardized.append((row[:zz] - c[:zz]) * eps / (2 * math.sqrt(zz)))
+        standardized.append((row[:zz] - c[:zz]) * eps / (2 * l1[zz]))
         zeroed.append(row[zz:])
     assert np.allclose(np.concatenate(zeroed), 0.0, atol=1e-9)
     p = scipy.stats.kstest(np.concatenate(standardized), "laplace").pvalue
     assert p > ALPHA
     # imaginary parts (odd coordinates >= 1) are perturbed, not only real parts / magnitudes
     odd = [(row[2] - c[2]) for row, zz in zip(co, z) if zz >= 3]
-    assert np.std(odd) > 0.5 * 2 * math.sqrt(3) / eps
+    assert np.std(odd) > 0.5 * 2 * l1[3] / eps
 
 
 def test_efpa_choice_of_k_follows_the_exponential_mechanism(key, x64):
@@ -171,7 +177,8 @@ def test_efpa_choice_of_k_follows_the_exponential_mechanism(key, x64):
     eps = 1.0
     scores = np.asarray(H.efpa_scores(h, epsilon=eps))
     probs = scipy.special.softmax(-eps * scores / 4)
-    _, ks = jax.vmap(lambda kk: H._efpa(kk, jnp.asarray(h), jnp.asarray(eps)))(jax.random.split(key, 20000))
+    l1 = jnp.asarray(H.dft_sensitivity(15))
+    _, ks = jax.vmap(lambda kk: H._efpa(kk, jnp.asarray(h), jnp.asarray(eps), l1))(jax.random.split(key, 20000))
     counts = np.bincount(np.asarray(ks) - 1, minlength=probs.size)
     keep = probs * 20000 >= 5
     obs = np.append(counts[keep], counts[~keep].sum())
@@ -181,15 +188,18 @@ def test_efpa_choice_of_k_follows_the_exponential_mechanism(key, x64):
     assert p > ALPHA
 
 
-def test_spa_noise_norm_is_gamma_k(key, x64):
-    # density ∝ exp(-ε_n ‖z‖) in k dimensions ⇔ ‖z‖ ~ Gamma(k, scale 1/ε_n); ε_n = ε/2
+@pytest.mark.parametrize("accounting", ["paper", "exact"])
+def test_spa_noise_norm_is_gamma_k(key, x64, accounting):
+    # density ∝ exp(-ε_n ‖z‖/Δ₂) in k dimensions ⇔ ‖z‖ ~ Gamma(k, scale Δ₂/ε_n); ε_n = ε/2
     h = H.synthetic_histogram(6, n=24, kind="smooth", total=2000).astype(np.float64)
     eps = 0.8
-    outs, ks = jax.vmap(lambda kk: H._spa(kk, jnp.asarray(h), jnp.asarray(eps)))(jax.random.split(key, 4000))
+    l2 = H.dft_sensitivity(24, norm=2, accounting=accounting)
+    outs, ks = jax.vmap(lambda kk: H._spa(kk, jnp.asarray(h), jnp.asarray(eps), jnp.asarray(l2)))(
+        jax.random.split(key, 4000))  # fmt: skip
     c = np.asarray(transforms.rdft(jnp.asarray(h)))
     co = np.asarray(transforms.rdft(outs))
     ks = np.asarray(ks)
-    u = [scipy.stats.gamma.cdf(np.linalg.norm(row[:k] - c[:k]), k, scale=2 / eps) for row, k in zip(co, ks)]
+    u = [scipy.stats.gamma.cdf(np.linalg.norm(row[:k] - c[:k]), k, scale=2 * l2[k] / eps) for row, k in zip(co, ks)]
     assert scipy.stats.kstest(u, "uniform").pvalue > ALPHA
     assert np.allclose([np.abs(row[k:]).max(initial=0) for row, k in zip(co, ks)], 0, atol=1e-9)
 
@@ -399,3 +409,62 @@ def test_exact_noise_is_refused_where_it_does_not_exist_or_cannot_be_exact(key):
         H.lpa(key, h, epsilon=1e-8, noise="grid")
     with pytest.raises(ValueError, match="noise must be one of"):
         H.lpa(key, h, epsilon=1.0, noise="exact")
+
+
+def test_efpa_penalty_is_the_error_of_the_noise_it_adds(key, x64):
+    n, eps = 16, 0.5
+    h = np.arange(n, dtype=np.float64)
+    consistent = np.asarray(H.efpa_scores(h, epsilon=eps, accounting="paper"))
+    paper = np.asarray(H.efpa_scores(h, epsilon=eps, penalty="paper", accounting="paper"))
+    z = np.asarray(transforms.rdft_size(n, np.arange(1, n // 2 + 2)), np.float64)
+    b = 2 * np.sqrt(z) / eps  # the Laplace scale EFPA adds to each of the z retained coordinates
+    np.testing.assert_allclose(consistent - paper, np.sqrt(z * 2 * b**2) - np.sqrt(2) * z / eps, rtol=1e-9)
+    np.testing.assert_allclose(consistent - paper, np.sqrt(2) * z / eps, rtol=1e-9)  # the printed term is half
+    exact = np.asarray(H.efpa_scores(h, epsilon=eps))  # default: exact Δ₁(z) in the noise and its penalty
+    b_exact = 2 * H.dft_sensitivity(n)[z.astype(int)] / eps
+    np.testing.assert_allclose(exact - paper, np.sqrt(z * 2 * b_exact**2) - np.sqrt(2) * z / eps, rtol=1e-6)
+    np.testing.assert_array_equal(H.publish(key, h, method="efpa", epsilon=eps, penalty="paper"),
+                                  H.efpa(key, h, epsilon=eps, penalty="paper"))  # fmt: skip
+    with pytest.raises(ValueError, match="penalty"):
+        H.publish(key, h, method="lpa", epsilon=eps, penalty="paper")
+    with pytest.raises(ValueError, match="penalty"):
+        H.efpa(key, h, epsilon=eps, penalty="printed")
+
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 8, 16, 33])
+def test_dft_sensitivity_is_exact_by_brute_force(n, x64):
+    # every bin's unit change, through the orthonormal real DFT: L1 / L2 norms of the first z coordinates
+    cols = np.asarray(transforms.rdft(jnp.eye(n, dtype=jnp.float64)))  # row i = rdft(e_i)
+    for norm in (1, 2):
+        brute = np.asarray([0.0] + [np.max(np.linalg.norm(cols[:, :z], ord=norm, axis=1)) for z in range(1, n + 1)])
+        exact = H.dft_sensitivity(n, norm=norm)
+        assert np.all(exact >= brute - 1e-12) and np.allclose(exact, brute, rtol=1e-8, atol=1e-12)
+        paper = H.dft_sensitivity(n, norm=norm, accounting="paper")
+        assert np.all(exact <= paper + 1e-12)
+
+
+def test_dft_sensitivity_bound_beyond_the_exact_table_is_an_upper_bound(x64):
+    n = 8194  # just above the exact table: the closed-form bound is used
+    bound = H.dft_sensitivity(n)
+    rng = np.random.default_rng(0)
+    z = np.sort(rng.choice(np.arange(1, n + 1), 40, replace=False))
+    i = np.arange(n)
+    f = np.arange(1, (n - 1) // 2 + 1)
+    ang = 2 * np.pi * np.outer(f, i) / n
+    rows = np.concatenate([np.ones((1, n)), (np.sqrt(2) * np.stack([np.abs(np.cos(ang)), np.abs(np.sin(ang))], 1)
+                                             ).reshape(-1, n), np.ones((1, n))]) / np.sqrt(n)  # fmt: skip
+    cum = np.cumsum(rows, axis=0)
+    exact = cum[z - 1].max(axis=1)
+    assert np.all(bound[z] >= exact) and np.all(bound[z] <= 1.6 * exact)
+    assert H.dft_sensitivity(4096)[9] == pytest.approx(0.134, abs=0.002)  # vs √9 = 3 (the paper's bound)
+
+
+def test_clamp_is_post_processing_and_bad_options_are_refused(key):
+    out = H.clamp(np.asarray([-1.5, 0.4, 2.6]))
+    np.testing.assert_array_equal(out, [0.0, 0.4, 2.6])
+    np.testing.assert_array_equal(H.clamp(np.asarray([[-1.0, 1.6]]), round_counts=True), [[0.0, 2.0]])
+    with pytest.raises(ValueError, match="accounting"):
+        H.publish(key, [1, 2, 3], method="lpa", epsilon=1.0, accounting="exact")
+    with pytest.raises(ValueError, match="accounting"):
+        H.fpa(key, [1, 2, 3], epsilon=1.0, k=2, accounting="tight")
