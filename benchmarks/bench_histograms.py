@@ -175,6 +175,7 @@ VARIANTS = (  # label, method, keywords: the new defaults beside the paper's ver
     ("SPA", "spa", {}),
     ("SPA paper", "spa", {"penalty": "paper", "accounting": "paper"}),
     ("EFPA", "efpa", {}),
+    ("EFPA √z, consistent penalty", "efpa", {"accounting": "paper"}),
     ("EFPA paper", "efpa", {"penalty": "paper", "accounting": "paper"}),
     ("PHP", "php", {}),
 )
