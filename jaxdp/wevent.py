@@ -212,9 +212,8 @@ def run(
     noise = mechanisms.check_noise(noise)
     counts = check_counts(counts)
     t = counts.shape[0]
+    _check_shift(shift, method, counts.shape[1], int(w))
     _check_grid(noise, method, w, float(epsilon), counts.shape[1], shift)
-    if shift and (method not in ("bd", "ba") or counts.shape[1] <= 2 * w):
-        raise ValueError("shift applies to 'bd'/'ba' with d > 2w (it spends ε/d instead of ε/(2w) on dissimilarity).")
     if decisions is not None and method in ("uniform", "sample"):
         raise ValueError(f"decisions apply to 'bd' and 'ba' only; {method!r} publishes on a fixed schedule.")
     force = np.full(t, -1) if decisions is None else np.asarray(decisions)
@@ -229,6 +228,13 @@ def run(
         if key.shape == ():
             return _run(key, data, f, float(epsilon), *args, **kw)
         return jax.vmap(lambda k: _run(k, data, f, float(epsilon), *args, **kw))(key)
+
+
+def _check_shift(shift, method, d, w):
+    if not isinstance(shift, (bool, np.bool_)):
+        raise TypeError(f"shift must be True or False, got {shift!r}.")
+    if shift and (method not in ("bd", "ba") or d <= 2 * w):
+        raise ValueError("shift applies to 'bd'/'ba' with d > 2w (it spends ε/d instead of ε/(2w) on dissimilarity).")
 
 
 def _check_grid(noise, method, w, eps, d, shift=False):
@@ -253,28 +259,30 @@ def _init(d, w, phase=0, dtype=None):
     )  # fmt: skip
 
 
-@functools.partial(jax.jit, static_argnames=("method", "w", "d", "noise"))
-def _push(state, c, key, eps, *, method, w, d, noise="float"):
-    return _step(method, w, eps, d, state, (c, key, jnp.asarray(-1, jnp.int32)), noise=noise)
+@functools.partial(jax.jit, static_argnames=("method", "w", "d", "shift", "noise"))
+def _push(state, c, key, eps, *, method, w, d, shift=False, noise="float"):
+    return _step(method, w, eps, d, state, (c, key, jnp.asarray(-1, jnp.int32)), shift, noise)
 
 
 class WEventStream:
     """Streaming front end: ``push(c_i) → (o_i, ledger entry)`` one timestamp at a time.
 
-    Gives the same releases as `run` for the same key (timestamp i uses ``fold_in(key, i − 1)``).
+    Gives the same releases as `run` for the same key and settings, `shift` included (timestamp i uses
+    ``fold_in(key, i − 1)``).
     Holds only the last release, the last publication's budget and the last w − 1 publication
     budgets: O(d + w) memory, no raw counts kept.
     """
 
-    def __init__(self, key: jax.Array, *, d: int, method: str, w: int, epsilon: float, start: int = 1,
-                 noise: str = "float"):
+    def __init__(self, key: jax.Array, *, d: int, method: str, w: int, epsilon: float, shift: bool = False,
+                 start: int = 1, noise: str = "float"):
         _checks.key(key)
         _checks.option("method", method, METHODS)
         self.d, self.w = _checks.size("d", d), _checks.size("w", w)
         _checks.positive_scalar("epsilon", epsilon)
         self.noise = mechanisms.check_noise(noise)
-        _check_grid(self.noise, method, self.w, float(epsilon), self.d)
-        self.key, self.method, self.eps = key, method, float(epsilon)
+        _check_shift(shift, method, self.d, self.w)
+        _check_grid(self.noise, method, self.w, float(epsilon), self.d, bool(shift))
+        self.key, self.method, self.eps, self.shift = key, method, float(epsilon), bool(shift)
         with mechanisms.precision(self.noise):
             self.dtype = _checks.float_dtype()
         self.start = _check_start(start, 1)
@@ -293,7 +301,7 @@ class WEventStream:
         with mechanisms.precision(self.noise):
             self.state, (o, e1, e2, pub, nul) = _push(
                 self.state, jnp.asarray(c, self.dtype), key, self.eps, method=self.method, w=self.w, d=self.d,
-                noise=mechanisms._kernel_noise(self.noise),
+                shift=self.shift, noise=mechanisms._kernel_noise(self.noise),
             )  # fmt: skip
         return np.asarray(o), {"eps1": float(e1), "eps2": float(e2), "published": bool(pub), "nullified": bool(nul)}
 

@@ -128,6 +128,21 @@ def test_streaming_push_equals_batch(key, method):
     np.testing.assert_allclose(e2, np.asarray(batch.eps2))
 
 
+@pytest.mark.parametrize("method", ["bd", "ba"])
+def test_streaming_push_equals_batch_with_the_budget_shift(key, method):
+    counts = wevent.synthetic_counts(4, timestamps=30, columns=12)
+    batch = wevent.run(key, counts, method=method, w=3, epsilon=1.0, shift=True)
+    stream = wevent.WEventStream(key, d=12, method=method, w=3, epsilon=1.0, shift=True)
+    pushed = [stream.push(c) for c in counts]
+    np.testing.assert_array_equal(np.stack([o for o, _ in pushed]), np.asarray(batch.releases))
+    np.testing.assert_allclose([e["eps1"] for _, e in pushed], np.asarray(batch.eps1))
+    np.testing.assert_allclose([e["eps1"] for _, e in pushed], 1.0 / 12)  # ε_{i,1} = ε/d with the shift
+    with pytest.raises(ValueError, match="d > 2w"):
+        wevent.WEventStream(key, d=6, method=method, w=3, epsilon=1.0, shift=True)
+    with pytest.raises(TypeError, match="shift"):
+        wevent.WEventStream(key, d=12, method=method, w=3, epsilon=1.0, shift="auto")
+
+
 def test_degenerate_cases(key, x64):
     counts = wevent.synthetic_counts(5, timestamps=30, columns=4)
     # w = 1: w-event privacy is event-level privacy and Uniform and Sample are the same mechanism.
