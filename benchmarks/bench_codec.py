@@ -11,7 +11,7 @@ setting; not DP; solved on the host, so only `--reorder-reps` repetitions).
 
 Speed: records/s of one stream and of R vmapped repetitions (compile excluded, `block_until_ready`),
 n = 8 and 48; and a 150,000-record stream built from Census (records resampled with a seeded
-generator, ±1 % multiplicative jitter) at n = 8 with all modes.
+generator, ±1 % multiplicative jitter) at n = 8 with the default configuration.
 
 Usage: python benchmarks/bench_codec.py [--reps 100] [--quick]
 """
@@ -150,7 +150,7 @@ def main():
     for n, recs, one, reps, many in out:
         print(f"| {n} | {recs} | {one:.3f} | {recs / one:,.0f} | {reps} | {many:.3f} | {recs * reps / many:,.0f} |")
     n_big, first, second, n_out = big
-    print(f"\n150k stream: {n_big} records x 13, n = 8, δ = 96, all modes: {first:.1f} s first call (incl. compile), "
+    print(f"\n150k stream: {n_big} records x 13, n = 8, δ = 96, default config: {first:.1f} s first call (incl. compile), "
           f"{second:.1f} s second call; {n_out} records released; {n_big / second:,.0f} records/s")
 
 
