@@ -274,6 +274,11 @@ def _block_keys(key, start: int, count: int, length: int | None = None):
     this compiles once per length, not once per `start` (a `jnp.arange(start, ...)` is a new
     program for every start: one compile per `push`)."""
     length = count if length is None else length
+    if start + count > _BASE_STREAMS[1]:
+        raise ValueError(
+            f"the stream reached block {start + count}: block keys are fold_in(key, j) with j < 2**32 - 2 (the "
+            "last two indices key the frame-mean layer). Start a new stream with a fresh key."
+        )
     idx = np.minimum(np.arange(start, start + length), start + count - 1)
     idx = idx.astype(np.int32 if start + count < 2**31 else np.int64)
     return _fold_in_jit(key, idx)

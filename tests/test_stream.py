@@ -584,3 +584,12 @@ def test_baselines_match_a_numpy_reference_and_repeat_over_keys(key, release, x6
     else:
         want = np.concatenate([np.repeat(data[i:i + 4].mean(0, keepdims=True), 4, 0) for i in range(0, 20, 4)])
     np.testing.assert_allclose(exact, want, rtol=1e-6)
+
+
+def test_block_keys_never_reach_the_frame_mean_layers_indices(key):
+    # block j's key is fold_in(key, j); the layer uses j = 2**32 − 1 and 2**32 − 2: a stream that long must stop
+    cfg = jaxdp.HVCConfig(4, 1, 1.0, bounds=BOUNDS, records_per_subject=1)
+    sa = jaxdp.StreamAnonymizer(cfg, key)
+    sa.blocks_done = 2**32 - 3  # as if 2**32 − 3 blocks had been released
+    with pytest.raises(ValueError, match="fresh key"):
+        sa.push(CENSUS[:8])
