@@ -25,7 +25,7 @@ import warnings
 
 import jax
 
-__all__ = ["fuse_cpu_loops", "cpu_loops_fused", "SMALL_BLOCK_ENTRIES"]
+__all__ = ["fuse_cpu_loops", "cpu_loops_fused", "enable_compilation_cache", "SMALL_BLOCK_ENTRIES"]
 
 SMALL_BLOCK_ENTRIES = 256  # n·d up to which the codec loop is one kernel (n ≤ 16 at d = 13)
 # Per-compilation option: no YNNPACK library-call fusions (a one-kernel loop cannot contain them).
@@ -81,3 +81,32 @@ def _refused(err: Exception) -> None:
         RuntimeWarning,
         stacklevel=3,
     )
+
+
+def enable_compilation_cache(path: str | None = None) -> str | None:
+    """Turn on JAX's persistent compilation cache, so that a new process reuses programs compiled before.
+
+    Process-wide (it is JAX's setting), so the library never calls it on import; the CLI does for its own
+    process (``--no-compilation-cache`` to skip). A cache directory the user has already configured is kept
+    and returned. The default is ``$XDG_CACHE_HOME/jaxdp/xla`` (``~/.cache/jaxdp/xla``); only programs that
+    (all of them) are stored. The cache holds compiled programs, never data: jaxdp passes records,
+    counts and keys to its programs as arguments. Returns the directory, or None if it cannot be created.
+
+    Measured on the 2-core VM: the CLI's main job on the bundled Census (`jaxdp anonymize -o out.csv`) 5.0–5.2 s
+    → 2.6–2.8 s wall from the second run on; P-HP's first call at 4,096 bins 2.7 s → 0.7 s.
+    """
+    import os
+
+    current = jax.config.jax_compilation_cache_dir
+    if current:
+        return current
+    if path is None:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        path = os.path.join(base, "jaxdp", "xla")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError:
+        return None
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    return path

@@ -363,6 +363,8 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
     diag = _Diagnostics(lo, hi, len(columns)) if args.diagnostics else None
     content = _Content(lo, hi)
 
+    if not args.no_compilation_cache:
+        backend.enable_compilation_cache()  # compiled programs only (never data); a user's own setting is kept
     previous = backend.fuse_cpu_loops(not args.no_fuse_loops)
     t_run = time.perf_counter()
     progress = _progress(rows, args.quiet)
@@ -721,6 +723,9 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--no-clip", action="store_true", help="do not clip released records to the domain")
     g.add_argument("--paper", action="store_true",
                    help="paper-faithful preset (θ=1, Theorem 1, no pruning, the paper's reordering: NOT private)")
+    g.add_argument("--no-compilation-cache", action="store_true",
+                   help="do not use JAX's persistent compilation cache (default: ~/.cache/jaxdp/xla; it stores compiled "
+                        "programs, never data)")
     g.add_argument("--no-fuse-loops", action="store_true",
                    help="compile the codec loop with XLA's default instead of one CPU kernel")
     return parser

@@ -114,3 +114,10 @@ def test_cli_reports_the_loop_and_no_fuse_loops_gives_the_same_output(tmp_path, 
         assert backend.cpu_loops_fused()  # the CLI restores the process setting
         outputs[expected] = np.loadtxt(out, delimiter=",", skiprows=1)
     np.testing.assert_allclose(outputs[True], outputs[False], rtol=1e-5, atol=1e-3)
+
+
+def test_the_compilation_cache_keeps_a_directory_the_user_configured(tmp_path):
+    # conftest configured one for the test run: enabling it again must keep it (a user's choice wins)
+    current = jax.config.jax_compilation_cache_dir
+    assert current and backend.enable_compilation_cache(str(tmp_path / "other")) == current
+    assert jax.config.jax_compilation_cache_dir == current and not (tmp_path / "other").exists()
