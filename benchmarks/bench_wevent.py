@@ -57,11 +57,52 @@ def partitioning(reps):
                   + f" | {100 * (min(vals) / vals[0] - 1):+.1f} % |", flush=True)
 
 
+def speed():
+    """Timestamps/s of one stream and of 50 vmapped repetitions, compile excluded (best of 3), and the NumPy BA
+    loop at d = 25,936. A single stream draws publication noise only when it publishes (`lax.cond`); under vmap
+    the cond becomes a select, so repetitions draw it at every timestamp."""
+    print("\nspeed (w = 40, ε = 1, synthetic stream; compile excluded, best of 3)\n")
+    print("| d | timestamps | method | publications | one stream: timestamps/s | first call s | 50 reps: timestamps/s (all reps) |")
+    print("|---|---|---|---|---|---|---|")
+    keys50 = jax.random.split(jax.random.key(9), 50)
+    for d, t in ((1000, 4000), (25_936, 400)):
+        counts = wevent.synthetic_counts(3, timestamps=t, columns=d)
+        for m in wevent.METHODS:
+            t0 = time.perf_counter()
+            r = wevent.run(jax.random.key(1), counts, method=m, w=40, epsilon=1.0)
+            r.releases.block_until_ready()
+            first = time.perf_counter() - t0
+            one = min(_timed(lambda k=k: wevent.run(jax.random.key(2 + k), counts, method=m, w=40, epsilon=1.0))
+                      for k in range(3))  # fmt: skip
+            wevent.run(keys50, counts, method=m, w=40, epsilon=1.0).releases.block_until_ready()
+            many = _timed(lambda: wevent.run(keys50, counts, method=m, w=40, epsilon=1.0))
+            print(f"| {d:,} | {t} | {m} | {int(np.asarray(r.published).sum())} | {t / one:,.0f} | {first:.2f} | "
+                  f"{50 * t / many:,.0f} |", flush=True)
+    d = 25_936
+    counts = wevent.synthetic_counts(3, timestamps=200, columns=d)
+    t0 = time.perf_counter()
+    numpy_ba(np.random.default_rng(0), counts, 40, 1.0)
+    np_s = time.perf_counter() - t0
+    jax_s = min(_timed(lambda k=k: wevent.run(jax.random.key(k), counts, method="ba", w=40, epsilon=1.0)) for k in range(3))
+    print(f"\nBA, d = {d}, 200 timestamps: jaxdp {200 / jax_s:,.0f} timestamps/s, NumPy loop {200 / np_s:,.0f} "
+          f"timestamps/s ({np_s / jax_s:.1f}×)")
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    fn().releases.block_until_ready()
+    return time.perf_counter() - t0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--partitioning-only", action="store_true")
+    parser.add_argument("--speed-only", action="store_true")
     args = parser.parse_args()
+    if args.speed_only:
+        speed()
+        return
     if args.partitioning_only:
         print(f"machine: {platform.machine()} | {os.cpu_count()} CPUs | JAX {jax.__version__} | {args.reps} repetitions")
         partitioning(args.reps)
@@ -86,17 +127,7 @@ def main():
             cells = [f"{wevent.mae(wevent.run(keys, counts, method=m, w=120, epsilon=eps).releases, counts).mean():.3g}"
                      for m in wevent.METHODS]  # fmt: skip
             print(f"| {eps:g} | " + " | ".join(cells) + " |", flush=True)
-    d = 25_936
-    counts = wevent.synthetic_counts(3, timestamps=200, columns=d)
-    wevent.run(jax.random.key(1), counts, method="ba", w=40, epsilon=1.0).releases.block_until_ready()
-    t0 = time.perf_counter()
-    wevent.run(jax.random.key(2), counts, method="ba", w=40, epsilon=1.0).releases.block_until_ready()
-    jax_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    numpy_ba(np.random.default_rng(0), counts, 40, 1.0)
-    np_s = time.perf_counter() - t0
-    print(f"\nspeed, BA, d = {d}, 200 timestamps: jaxdp {200 / jax_s:,.0f} timestamps/s, NumPy loop "
-          f"{200 / np_s:,.0f} timestamps/s ({np_s / jax_s:.1f}×); compile excluded")
+    speed()
     partitioning(args.reps)
 
 

@@ -115,8 +115,10 @@ def _step(method, w, eps, d, state, xs, shift=False, noise="float"):
         return state, (out, zero, jnp.asarray(eps / w, dtype), jnp.asarray(True), no)
     if method == "sample":
         pub = state.phase == 0  # the schedule is the budget: never overridden
-        noisy = mechanisms.laplace_mechanism(k_pub, c, epsilon=eps, sensitivity=1.0, noise=noise)
-        out = jnp.where(pub, noisy, state.last)
+        out = jax.lax.cond(
+            pub, lambda: mechanisms.laplace_mechanism(k_pub, c, epsilon=eps, sensitivity=1.0, noise=noise),
+            lambda: state.last,
+        )  # noise drawn only at publications (a single stream runs one branch)
         state = state._replace(last=out, phase=(state.phase + 1) % w)
         return state, (out, zero, jnp.where(pub, jnp.asarray(eps, dtype), zero), pub, no)
     # BD and BA: private dissimilarity (M_{i,1}): MAE has sensitivity 1/d
@@ -142,10 +144,14 @@ def _step(method, w, eps, d, state, xs, shift=False, noise="float"):
     pub = pub & (spend.astype(dtype) * quantum >= _min_publication_budget(noise))
     spent = jnp.where(pub, spend, 0).astype(jnp.int32)
     eps2 = spent.astype(dtype) * quantum
-    noisy = mechanisms.laplace_mechanism(
-        k_pub, c, epsilon=jnp.where(pub, eps2, eps), sensitivity=1.0, noise=noise
-    )  # (a null timestamp draws noise at ε that is never used)
-    out = jnp.where(pub, noisy, state.last)
+    # Noise only where a publication happens: in a single stream `lax.cond` runs one branch, so a null
+    # timestamp draws nothing (under vmap it becomes a select and both run, as before). The branch taken
+    # depends only on the published decision, which is part of the release.
+    out = jax.lax.cond(
+        pub,
+        lambda: mechanisms.laplace_mechanism(k_pub, c, epsilon=jnp.where(pub, eps2, eps), sensitivity=1.0, noise=noise),
+        lambda: state.last,
+    )
     recent = jnp.concatenate([state.recent[1:], spent[None]]) if w > 1 else state.recent
     state = _State(
         out, jnp.where(pub, 0, since).astype(jnp.int32), state.phase, jnp.where(pub, spent, state.units_l2), recent

@@ -261,3 +261,16 @@ def test_exact_noise_refuses_budgets_it_cannot_sample(key):
         wevent.run(key, np.ones((5, 2)), method="uniform", w=10, epsilon=1e-7, noise="grid")
     with pytest.raises(ValueError, match="noise must be one of"):
         wevent.run(key, np.ones((5, 2)), method="bd", w=3, epsilon=1.0, noise="exact")
+
+
+@pytest.mark.parametrize("method", wevent.METHODS)
+def test_single_stream_skips_noise_at_null_timestamps_without_changing_anything(key, method):
+    # A single stream draws publication noise only when it publishes (lax.cond runs one branch); under vmap
+    # the cond is a select that draws it every time, as the old path did. Same keys: identical releases,
+    # decisions and ledger.
+    counts = wevent.synthetic_counts(8, timestamps=60, columns=30)
+    one = wevent.run(key, counts, method=method, w=6, epsilon=1.0)
+    many = wevent.run(key[None], counts, method=method, w=6, epsilon=1.0)
+    for a, b in zip(one, many):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b)[0])
+    assert 0 < int(np.asarray(one.published).sum()) <= 60
