@@ -88,6 +88,29 @@ def speed():
           f"timestamps/s ({np_s / jax_s:.1f}×)")
 
 
+def shift_table(reps=20):
+    """MAE with the Sec. 4.5 budget shift / without, BD and BA (synthetic streams, 600 timestamps)."""
+    keys = jax.random.split(jax.random.key(0), reps)
+    print(f"\nbudget shift: MAE(shift) / MAE(no shift), {reps} repetitions, 600 timestamps; auto = d ≥ 10·w\n")
+    print("| stream | d | w | d/w | auto | ε | BD | BA |")
+    print("|---|---|---|---|---|---|---|---|")
+    for kind in ("bursty", "daily"):
+        for d in (100, 500, 2000):
+            counts = wevent.synthetic_counts(7, timestamps=600, columns=d, kind=kind)
+            for w in (10, 40, 120):
+                if d <= 2 * w:
+                    continue
+                for eps in (0.1, 1.0):
+                    cells = []
+                    for m in ("bd", "ba"):
+                        a = wevent.mae(wevent.run(keys, counts, method=m, w=w, epsilon=eps).releases, counts).mean()
+                        b = wevent.mae(wevent.run(keys, counts, method=m, w=w, epsilon=eps, shift=True).releases,
+                                       counts).mean()  # fmt: skip
+                        cells.append(f"{b / a:.2f}")
+                    auto = "on" if d >= wevent.SHIFT_AUTO_RATIO * w else "off"
+                    print(f"| {kind} | {d} | {w} | {d / w:.0f} | {auto} | {eps:g} | " + " | ".join(cells) + " |", flush=True)
+
+
 def _timed(fn):
     t0 = time.perf_counter()
     fn().releases.block_until_ready()
@@ -99,9 +122,13 @@ def main():
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--partitioning-only", action="store_true")
     parser.add_argument("--speed-only", action="store_true")
+    parser.add_argument("--shift-only", action="store_true")
     args = parser.parse_args()
     if args.speed_only:
         speed()
+        return
+    if args.shift_only:
+        shift_table()
         return
     if args.partitioning_only:
         print(f"machine: {platform.machine()} | {os.cpu_count()} CPUs | JAX {jax.__version__} | {args.reps} repetitions")
@@ -128,6 +155,7 @@ def main():
                      for m in wevent.METHODS]  # fmt: skip
             print(f"| {eps:g} | " + " | ".join(cells) + " |", flush=True)
     speed()
+    shift_table()
     partitioning(args.reps)
 
 

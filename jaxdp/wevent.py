@@ -35,7 +35,7 @@ from jaxtyping import Array, Bool, Float
 from jaxdp import _checks, exact, mechanisms
 
 __all__ = [
-    "METHODS", "WEventResult", "WEventStream", "run", "run_partitioned", "PartitionedResult", "window_sums", "mae", "mre", "load_counts", "synthetic_counts",
+    "METHODS", "SHIFT_AUTO_RATIO", "WEventResult", "WEventStream", "run", "run_partitioned", "PartitionedResult", "window_sums", "mae", "mre", "load_counts", "synthetic_counts",
 ]  # fmt: skip
 
 METHODS = ("uniform", "sample", "bd", "ba")
@@ -181,7 +181,7 @@ def _check_start(start, t: int) -> int:
 
 
 def run(
-    key: jax.Array, counts, *, method: str, w: int, epsilon: float, decisions=None, shift: bool = False,
+    key: jax.Array, counts, *, method: str, w: int, epsilon: float, decisions=None, shift: bool | str = False,
     start: int = 1, noise: str = "float",
 ) -> WEventResult:
     """Publish a count stream with w-event ε-differential privacy.
@@ -201,6 +201,9 @@ def run(
         decision computed from the data is not private. Budgets follow the pseudocode either way.
       shift: BD/BA only: the paper's Sec. 4.5 optimization for d ≫ w: dissimilarity noise 1/ε
         (ε_{i,1} = ε/d), leaving ε − w·ε/d > ε/2 per window for publications. Requires d > 2w.
+        ``"auto"``: the paper's rule, on when d ≥ 10·w (`SHIFT_AUTO_RATIO`). Measured on synthetic streams
+        (RESULTS): it helps at w = 10 and, for BA, at ε = 1 (MAE × 0.45–0.86), and hurts at ε = 0.1 with
+        w ≥ 40 (× 1.0–1.9) whatever d/w — the rule is the paper's, not a guarantee.
       start: the (1-based) timestamp of ``counts[0]`` for a stream that starts late: it sets Sample's
         schedule phase and the keys (timestamp i uses ``fold_in(key, i − 1)``, i − 1 < 2³²). The
         mechanism itself starts fresh (no earlier publication). Counters are integers, so a stream at
@@ -218,7 +221,7 @@ def run(
     noise = mechanisms.check_noise(noise)
     counts = check_counts(counts)
     t = counts.shape[0]
-    _check_shift(shift, method, counts.shape[1], int(w))
+    shift = _check_shift(shift, method, counts.shape[1], int(w))
     _check_grid(noise, method, w, float(epsilon), counts.shape[1], shift)
     if decisions is not None and method in ("uniform", "sample"):
         raise ValueError(f"decisions apply to 'bd' and 'ba' only; {method!r} publishes on a fixed schedule.")
@@ -236,11 +239,20 @@ def run(
         return jax.vmap(lambda k: _run(k, data, f, float(epsilon), *args, **kw))(key)
 
 
-def _check_shift(shift, method, d, w):
+SHIFT_AUTO_RATIO = 10  # shift="auto": the paper's "d ≫ w" read as d ≥ 10·w
+
+
+def _check_shift(shift, method, d, w) -> bool:
+    """Validate `shift` and resolve ``"auto"`` (public: method, d, w) to a bool."""
+    if isinstance(shift, str):
+        if shift != "auto":
+            raise ValueError(f'shift must be True, False or "auto", got {shift!r}.')
+        return method in ("bd", "ba") and d >= SHIFT_AUTO_RATIO * w
     if not isinstance(shift, (bool, np.bool_)):
-        raise TypeError(f"shift must be True or False, got {shift!r}.")
+        raise TypeError(f'shift must be True, False or "auto", got {shift!r}.')
     if shift and (method not in ("bd", "ba") or d <= 2 * w):
         raise ValueError("shift applies to 'bd'/'ba' with d > 2w (it spends ε/d instead of ε/(2w) on dissimilarity).")
+    return bool(shift)
 
 
 def _check_grid(noise, method, w, eps, d, shift=False):
@@ -279,16 +291,16 @@ class WEventStream:
     budgets: O(d + w) memory, no raw counts kept.
     """
 
-    def __init__(self, key: jax.Array, *, d: int, method: str, w: int, epsilon: float, shift: bool = False,
+    def __init__(self, key: jax.Array, *, d: int, method: str, w: int, epsilon: float, shift: bool | str = False,
                  start: int = 1, noise: str = "float"):
         _checks.key(key)
         _checks.option("method", method, METHODS)
         self.d, self.w = _checks.size("d", d), _checks.size("w", w)
         _checks.positive_scalar("epsilon", epsilon)
         self.noise = mechanisms.check_noise(noise)
-        _check_shift(shift, method, self.d, self.w)
-        _check_grid(self.noise, method, self.w, float(epsilon), self.d, bool(shift))
-        self.key, self.method, self.eps, self.shift = key, method, float(epsilon), bool(shift)
+        shift = _check_shift(shift, method, self.d, self.w)
+        _check_grid(self.noise, method, self.w, float(epsilon), self.d, shift)
+        self.key, self.method, self.eps, self.shift = key, method, float(epsilon), shift
         with mechanisms.precision(self.noise):
             self.dtype = _checks.float_dtype()
         self.start = _check_start(start, 1)

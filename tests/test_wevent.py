@@ -139,8 +139,16 @@ def test_streaming_push_equals_batch_with_the_budget_shift(key, method):
     np.testing.assert_allclose([e["eps1"] for _, e in pushed], 1.0 / 12)  # ε_{i,1} = ε/d with the shift
     with pytest.raises(ValueError, match="d > 2w"):
         wevent.WEventStream(key, d=6, method=method, w=3, epsilon=1.0, shift=True)
-    with pytest.raises(TypeError, match="shift"):
-        wevent.WEventStream(key, d=12, method=method, w=3, epsilon=1.0, shift="auto")
+    with pytest.raises(ValueError, match="shift"):
+        wevent.WEventStream(key, d=12, method=method, w=3, epsilon=1.0, shift="sometimes")
+    # "auto": the paper's d ≫ w, read as d ≥ 10·w (public): on for d = 30, w = 3; off for d = 12, w = 3
+    counts30 = wevent.synthetic_counts(5, timestamps=20, columns=30)
+    auto = wevent.run(key, counts30, method=method, w=3, epsilon=1.0, shift="auto")
+    np.testing.assert_array_equal(auto.releases, wevent.run(key, counts30, method=method, w=3, epsilon=1.0,
+                                                            shift=True).releases)  # fmt: skip
+    off = wevent.run(key, counts, method=method, w=3, epsilon=1.0, shift="auto")
+    np.testing.assert_array_equal(off.releases, wevent.run(key, counts, method=method, w=3, epsilon=1.0).releases)
+    assert wevent.run(key, counts30, method="uniform", w=3, epsilon=1.0, shift="auto").eps1.max() == 0.0
 
 
 def test_degenerate_cases(key, x64):
