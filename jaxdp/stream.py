@@ -507,7 +507,8 @@ def _block_inputs(config, layer: _FrameMeans, key, blocks, rows, eps, block_fram
     (base row of the block's frame; residual energy = real rows × the frame's energy per record + the
     public padding rows' squared distance to the base)."""
     eps_frames = _frame_epsilon(config, [len(f[0]) for f in frames], limit)
-    clamped = np.clip(blocks, 0.0, layer.width)  # what the codec codes (NaN → midpoint was done in blocks)
+    # what the codec codes: NaN → the midpoint, everything clipped into the domain (as `codec._step` does)
+    clamped = np.clip(np.where(np.isnan(blocks), 0.5 * layer.width, blocks), 0.0, layer.width)
     moments, sizes = _frame_raw_moments(clamped, rows, block_frame, len(frames))
     base, energy, share = layer.estimates(key, moments, sizes, eps_frames)  # [(R,) F, d], [(R,) F], [(R,) F]
     base_b = base[..., block_frame, :]  # [(R,) B, d]

@@ -570,3 +570,18 @@ def test_block_keys_never_reach_the_frame_mean_layers_indices(key):
     sa.blocks_done = 2**32 - 3  # as if 2**32 − 3 blocks had been released
     with pytest.raises(ValueError, match="fresh key"):
         sa.push(CENSUS[:8])
+
+
+def test_nan_and_inf_inputs_are_coded_as_the_codec_codes_them(key):
+    # The frame-mean layer reads the records too: NaN must count as the midpoint and ±inf be clipped, exactly as
+    # the codec treats them — not turn every released record of the frame into NaN.
+    bounds = (np.zeros(13), 1.5 * CENSUS.max(axis=0))
+    cfg = jaxdp.HVCConfig(8, 2, 1.0, bounds=bounds, records_per_subject=1)
+    x = CENSUS[:64].astype(np.float64)
+    bad = x.copy()
+    bad[3, 2], bad[5, 1] = np.nan, np.inf
+    fixed = x.copy()
+    fixed[3, 2], fixed[5, 1] = 0.5 * bounds[1][2], bounds[1][1]
+    a, b = jaxdp.anonymize(key, bad, cfg), jaxdp.anonymize(key, fixed, cfg)
+    assert np.all(np.isfinite(a.records))
+    np.testing.assert_array_equal(a.records, b.records)
