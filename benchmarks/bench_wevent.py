@@ -5,7 +5,7 @@ vmapped over keys; speed in timestamps/s at d = 25,936 (the Rome stream's width)
 of BA. No real count stream is bundled: the streams are `wevent.synthetic_counts` ("bursty": slowly
 varying counts with bursts; "daily": a periodic pattern), 1,000 timestamps × 500 columns.
 
-Usage: python benchmarks/bench_wevent.py [--reps 100]
+Usage: python benchmarks/bench_wevent.py [--reps 100] [--speed-only | --shift-only | --startup-only | --partitioning-only]
 """
 
 from __future__ import annotations
@@ -111,6 +111,28 @@ def shift_table(reps=20):
                     print(f"| {kind} | {d} | {w} | {d / w:.0f} | {auto} | {eps:g} | " + " | ".join(cells) + " |", flush=True)
 
 
+def startup_table(reps=100):
+    """MAE with initial="publish" (the Java benchmark's start-up) / initial="zero" (jaxdp's default)."""
+    keys = jax.random.split(jax.random.key(0), reps)
+    t, d = 600, 500
+    print(f"\nstart-up: MAE(initial='publish') / MAE(initial='zero'), {reps} repetitions, {t} timestamps × {d} "
+          "columns; over the first w timestamps and over the whole stream\n")
+    print("| stream | w | ε | BD first w | BD whole | BA first w | BA whole | MAE zero (BD, BA), first w |")
+    print("|---|---|---|---|---|---|---|---|")
+    for kind in ("sparse", "bursty", "daily"):
+        counts = wevent.synthetic_counts(7, timestamps=t, columns=d, kind=kind)
+        for w in (10, 40, 120):
+            for eps in (0.1, 1.0):
+                cells, absolute = [], []
+                for m in ("bd", "ba"):
+                    z = wevent.run(keys, counts, method=m, w=w, epsilon=eps).releases
+                    p = wevent.run(keys, counts, method=m, w=w, epsilon=eps, initial="publish").releases
+                    zf, pf = wevent.mae(z[:, :w], counts[:w]).mean(), wevent.mae(p[:, :w], counts[:w]).mean()
+                    cells += [f"{pf / zf:.3g}", f"{wevent.mae(p, counts).mean() / wevent.mae(z, counts).mean():.3g}"]
+                    absolute.append(f"{zf:.3g}")
+                print(f"| {kind} | {w} | {eps:g} | " + " | ".join(cells) + f" | {', '.join(absolute)} |", flush=True)
+
+
 def _timed(fn):
     t0 = time.perf_counter()
     fn().releases.block_until_ready()
@@ -123,12 +145,17 @@ def main():
     parser.add_argument("--partitioning-only", action="store_true")
     parser.add_argument("--speed-only", action="store_true")
     parser.add_argument("--shift-only", action="store_true")
+    parser.add_argument("--startup-only", action="store_true")
     args = parser.parse_args()
     if args.speed_only:
         speed()
         return
     if args.shift_only:
         shift_table()
+        return
+    if args.startup_only:
+        print(f"machine: {platform.machine()} | {os.cpu_count()} CPUs | JAX {jax.__version__} | {args.reps} repetitions")
+        startup_table(args.reps)
         return
     if args.partitioning_only:
         print(f"machine: {platform.machine()} | {os.cpu_count()} CPUs | JAX {jax.__version__} | {args.reps} repetitions")

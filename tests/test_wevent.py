@@ -49,14 +49,20 @@ def test_ba_without_nullification_would_break_the_window(x64, key):
     seed=st.integers(0, 2**16),
     forced=st.booleans(),
     shift=st.booleans(),
+    initial=st.sampled_from(wevent.INITIAL),
 )
-def test_every_window_spends_at_most_epsilon(method, w, eps, seed, forced, shift):
+def test_every_window_spends_at_most_epsilon(method, w, eps, seed, forced, shift, initial):
     shift = shift and method in ("bd", "ba")
+    initial = initial if method in ("bd", "ba") else "zero"
     counts = wevent.synthetic_counts(seed, timestamps=60, columns=30 if shift else 5)
     rng = np.random.default_rng(seed)
     # adversarial publish patterns too (BD/BA only: Uniform and Sample have fixed schedules)
     decisions = rng.integers(0, 2, size=60) if forced and method in ("bd", "ba") else None
-    res = wevent.run(jax.random.key(seed), counts, method=method, w=w, epsilon=eps, decisions=decisions, shift=shift)
+    res = wevent.run(
+        jax.random.key(seed), counts, method=method, w=w, epsilon=eps, decisions=decisions, shift=shift, initial=initial
+    )
+    if initial == "publish":
+        assert bool(res.published[0])
     sums = wevent.window_sums(res.eps1, res.eps2, w)
     assert np.all(sums <= eps * (1 + 1e-5))
     assert np.all(np.asarray(res.eps1) >= 0) and np.all(np.asarray(res.eps2) >= 0)
@@ -96,6 +102,8 @@ def test_bd_and_ba_beat_uniform_on_slowly_varying_counts(key):
         (dict(counts=np.zeros((0, 3))), "shape"),
         (dict(method="sample", decisions=[1, 1, 1]), "fixed schedule"),
         (dict(shift=True), "d > 2w"),
+        (dict(method="sample", initial="publish"), "fixed schedule"),
+        (dict(initial="first"), "initial"),
     ],
 )
 def test_bad_input(key, kwargs, match):
@@ -282,3 +290,22 @@ def test_single_stream_skips_noise_at_null_timestamps_without_changing_anything(
     for a, b in zip(one, many):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b)[0])
     assert 0 < int(np.asarray(one.published).sum()) <= 60
+
+
+@pytest.mark.parametrize("method", ["bd", "ba"])
+def test_initial_publish_forces_only_the_first_timestamp_and_streams_the_same(key, method):
+    counts = wevent.synthetic_counts(5, timestamps=40, columns=6)
+    zero = wevent.run(key, counts, method=method, w=4, epsilon=1.0)
+    pub = wevent.run(key, counts, method=method, w=4, epsilon=1.0, initial="publish")
+    assert bool(pub.published[0])
+    # the pseudocode's budget for a publication at timestamp 1: BD ε_rm/2 = ε/4, BA one unit ε/(2w)
+    assert float(pub.eps2[0]) == pytest.approx(0.25 if method == "bd" else 1.0 / 8, rel=1e-6)
+    # the same as forcing the decision by hand
+    forced = wevent.run(key, counts, method=method, w=4, epsilon=1.0, decisions=[1] + [-1] * 39)
+    np.testing.assert_array_equal(np.asarray(pub.releases), np.asarray(forced.releases))
+    assert np.all(wevent.window_sums(pub.eps1, pub.eps2, 4) <= 1.0 + 1e-6)
+    stream = wevent.WEventStream(key, d=6, method=method, w=4, epsilon=1.0, initial="publish", start=1)
+    outs = [stream.push(c)[0] for c in counts]
+    np.testing.assert_array_equal(np.stack(outs), np.asarray(pub.releases))
+    if not bool(zero.published[0]):  # the default leaves the zero vector standing at timestamp 1
+        np.testing.assert_array_equal(np.asarray(zero.releases[0]), np.zeros(6))
