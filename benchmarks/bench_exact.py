@@ -1,6 +1,6 @@
 """Speed cost of the exact samplers (noise="grid") beside the float ones, in one run.
 
-* samples/s of the exact discrete Laplace (`jaxdp.exact.discrete_laplace`) at several scales, beside
+* samples/s of the exact discrete Laplace (`jaxdp.mechanisms.exact.discrete_laplace`) at several scales, beside
   `jax.random.laplace` (float32) and, when it is installed (`pip install opendp`; not a dependency),
   OpenDP's exact discrete Laplace (`then_laplace` on integers) — the peer a sceptic would try;
 * draws/s of the exponential mechanism over C candidates: the float two-stage sampler vs the exact one;
@@ -23,7 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxdp
-from jaxdp import datasets, exact, mechanisms
+from jaxdp import datasets, mechanisms
+from jaxdp.mechanisms import exact
 
 
 def _timed(fn, repeats):
@@ -68,7 +69,7 @@ def exponential(draws, candidates, repeats):
     eps, sens = 1.0, 1.0
     fl = jax.jit(jax.vmap(lambda k, s: mechanisms.exponential_drawn(
         mechanisms.exponential_uniforms(k), s[None, :], epsilon=eps, sensitivity=sens)[1]))  # fmt: skip
-    ex = jax.jit(jax.vmap(lambda k, s: mechanisms._exponential_exact(k, s, eps, sens)))
+    ex = jax.jit(jax.vmap(lambda k, s: mechanisms.exponential_exact_core(k, s, eps, sens)))
     rows = []
     for name, fn in (("float two-stage", fl), ("exact (integer scores)", ex)):
         first, t = _timed(lambda s, fn=fn: fn(jax.random.split(jax.random.key(s), draws), scores), repeats)

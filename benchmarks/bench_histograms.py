@@ -128,7 +128,7 @@ def _candidate_errors(tree, a, b, size_mask, lam):
     """Errors of all |C| candidates of partition [a, b) (padded to a power of two): one jitted step."""
     pos = a + jnp.arange(size_mask.shape[0])
     pos = jnp.where(size_mask, pos, a)
-    q = H._abs_dev(tree, jnp.concatenate([jnp.full_like(pos, a), jnp.full_like(pos, a), pos]),
+    q = H.abs_deviation(tree, jnp.concatenate([jnp.full_like(pos, a), jnp.full_like(pos, a), pos]),
                    jnp.concatenate([jnp.full_like(pos, b), pos, jnp.full_like(pos, b)]))
     n = pos.shape[0]
     whole, split = q[:n] + lam, q[n : 2 * n] + q[2 * n :] + 2 * lam
@@ -138,7 +138,7 @@ def _candidate_errors(tree, a, b, size_mask, lam):
 def host_loop_php(rng, h, eps):
     """P-HP as the paper's FIFO queue: a host loop over queue items, each scored by one jitted step (the
     same merge-sort-tree kernel; partitions padded to powers of two to bound recompilation)."""
-    tree = H._tree(jnp.asarray(h, jnp.float32))
+    tree = H.prefix_tree(jnp.asarray(h, jnp.float32))
 
     def candidates(a, b, lam):
         width = 1 << max(0, (b - a - 1).bit_length())
@@ -157,8 +157,8 @@ def queue_strategies(bins_list=(1024, 4096, 16384)):
         hj = jnp.asarray(h, jnp.float32)
         eps = jnp.asarray(0.1, jnp.float32)
         key = jax.random.key(4)
-        jax.block_until_ready(H._php(key, hj, eps))
-        scan = _time(lambda: H._php(key, hj, eps)[0])
+        jax.block_until_ready(H.php_core(key, hj, eps))
+        scan = _time(lambda: H.php_core(key, hj, eps)[0])
         rng = np.random.default_rng(0)
         host_loop_php(rng, h.astype(np.float64), 0.1)  # compile the padded sizes
         t0 = time.perf_counter()
@@ -232,9 +232,9 @@ def speed(bins):
     print("| method | JAX compile s | JAX run s | NumPy s | NumPy / JAX |")
     print("|---|---|---|---|---|")
     for name, jfn, nfn, repeat in (
-        ("EFPA", lambda: H._efpa(key, hj, eps, jnp.asarray(H.dft_sensitivity(bins, accounting="paper"), hj.dtype),
+        ("EFPA", lambda: H.efpa_core(key, hj, eps, jnp.asarray(H.dft_sensitivity(bins, accounting="paper"), hj.dtype),
                                  penalty="paper")[0], lambda: numpy_efpa(rng, hf, 0.1), 3),
-        ("P-HP", lambda: H._php(key, hj, eps)[0], lambda: numpy_php(rng, hf, 0.1), 1),
+        ("P-HP", lambda: H.php_core(key, hj, eps)[0], lambda: numpy_php(rng, hf, 0.1), 1),
     ):
         t0 = time.perf_counter()
         jax.block_until_ready(jfn())
@@ -244,7 +244,7 @@ def speed(bins):
         ns = _time(nfn, repeat)
         print(f"| {name} | {compile_s:.2f} | {run:.4f} | {ns:.3f} | {ns / run:.1f}× |", flush=True)
     keys = jax.random.split(key, 10)
-    batched = jax.jit(jax.vmap(lambda k, x, e: H._php(k, x, e)[0], in_axes=(0, None, None)))
+    batched = jax.jit(jax.vmap(lambda k, x, e: H.php_core(k, x, e)[0], in_axes=(0, None, None)))
     jax.block_until_ready(batched(keys, hj, eps))
     t = _time(lambda: batched(keys, hj, eps), 2)
     print(f"\nP-HP, 10 repetitions vmapped at {bins:,} bins: {t:.2f} s ({t / 10:.3f} s per histogram)")

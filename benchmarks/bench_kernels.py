@@ -23,7 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdp import datasets, quantize
+from jaxdp import datasets
+from jaxdp.hvc import quantize
 
 
 def numpy_algorithm1(rng, blocks, x_hat, tab, eps_l, eps_s):

@@ -14,7 +14,7 @@ Usage: python benchmarks/bench_scale.py [--max-records 1000000] [--numpy-blocks 
        [--block-sizes 8,48] [--skip-memory] [--json OUT.json] [--compare OTHER.json]
 
 Each row times jaxdp twice in the same process: with its default single-stream loop (for n·d ≤ 256 one
-CPU kernel, `jaxdp.backend`) and with XLA's default loop of separate kernels (`jaxdp.fuse_cpu_loops(False)`);
+CPU kernel, `jaxdp.hvc.cpu_loop`) and with XLA's default loop of separate kernels (`jaxdp.fuse_cpu_loops(False)`);
 for larger blocks both are the same program and only the first is run.
 """
 
@@ -31,7 +31,8 @@ import jax
 import numpy as np
 
 import jaxdp
-from jaxdp import codec, datasets, predict, quantize
+from jaxdp import datasets
+from jaxdp.hvc import codec, predict, quantize
 
 CENSUS = datasets.load_census().astype(np.float64)
 HI = 1.5 * CENSUS.max(axis=0)

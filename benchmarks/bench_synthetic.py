@@ -50,7 +50,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_utility import load  # noqa: E402
 
 import jaxdp  # noqa: E402
-from jaxdp import baselines, metrics  # noqa: E402
+from jaxdp import metrics  # noqa: E402
+from jaxdp.hvc import baselines
 
 with jax.enable_x64(True):  # mbi checks x64 at import; it runs scoped x64 below
     import mbi  # noqa: E402

@@ -35,7 +35,8 @@ import jax
 import numpy as np
 
 import jaxdp
-from jaxdp import baselines, datasets, metrics
+from jaxdp import datasets, metrics
+from jaxdp.hvc import baselines
 
 OUT = os.path.join(os.path.dirname(__file__), "results", "utility.json")
 

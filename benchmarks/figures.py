@@ -25,7 +25,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import jaxdp  # noqa: E402
-from jaxdp import datasets, quantize, sensitivity  # noqa: E402
+from jaxdp import datasets
+from jaxdp.hvc import quantize, sensitivity  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(__file__), "figures")
 DATA = datasets.load_census()

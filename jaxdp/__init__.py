@@ -1,29 +1,21 @@
 """jaxdp: JIT-compiled, vmapped JAX kernels for publishing differentially private numeric data.
 
-Modules:
-  transforms   orthonormal DCT-II / DST-I / DHT / identity matrices and separable 2-D transforms
-  orders       zig-zag and diagonal coefficient scans
-  sensitivity  Lemma 1 / 3 / 5 sensitivity tables, exact joint privacy loss
-  mechanisms   every noise draw: Laplace and exponential mechanisms (float and exact), `noise=` choices
-  exact        exact samplers in integer arithmetic (discrete Laplace, exponential mechanism)
-  keys         secret keys from the operating system (`fresh_key`), reproducible seeds (not private)
-  privacy      when a release is private (one rule for every front end), what is assumed public
-  diagnostics  curator-only numbers computed from the raw data (never to be published)
-  quantize     Theorem 1 allocation, MSE tables, Algorithm 1 of the hybrid-video-coding paper
-  datasets     bundled Census data, explicit (non-private) bound helpers
-  io           tables in and out in chunks (CSV, Parquet, Arrow IPC) for the CLI
-  predict      candidate predictions from protected blocks (intra / inter modes)
-  codec        the closed loop: one block step, a scan over blocks
-  backend      how the codec loop is compiled on CPU (one kernel for small blocks; `fuse_cpu_loops`)
-  stream       frames, budgets, record updates; `anonymize`, `StreamAnonymizer`
-  baselines    PLN, the running noisy frame mean, DP microaggregation, the zero-budget midpoint
-  metrics      utility measures: relative SSE (per column), marginal TV, correlations, moments, regression
-  reorder      Algorithm 2's footrule-constrained reordering (not DP; opt-in)
-  audit        empirical DP auditing (Clopper-Pearson lower bounds on ε)
-  wevent       w-event privacy for count streams: Uniform, Sample, BD, BA
+Packages and modules:
+  mechanisms   every noise draw: Laplace and exponential mechanisms (float and exact), the `noise=` choice
+  transforms   DCT-II / DST-I / DHT / identity, real DFT, Haar; coefficient scans; GEMM cumulative sums
+  hvc          the hybrid-video-coding anonymizer: config, sensitivity, quantize, predict, reorder, codec,
+               cpu_loop, stream (`anonymize`, `StreamAnonymizer`), baselines
+  wevent       w-event privacy for count streams: Uniform, Sample, BD, BA, column partitioning
   histogram    histograms by lossy compression: LPA, FPA, SPA, EFPA, P-HPartition
   compressive  the compressive mechanism, binary-tree counters, CMCO
   bucketize    F′-privacy bucketization (TwoSize, MultiSize, exact MILP, Anatomy); Theorem 2
+  metrics      utility measures: relative SSE (per column), marginal TV, correlations, moments, regression
+  datasets     bundled Census / EIA data, explicit (non-private) bound helpers, chunked table I/O
+  keys         secret keys from the operating system (`fresh_key`), reproducible seeds (not private)
+  privacy      when a release is private (one rule for every front end), what is assumed public
+  diagnostics  curator-only numbers computed from the raw data (never to be published)
+  audit        empirical DP auditing (Clopper-Pearson lower bounds on ε)
+  cli          the `jaxdp` command line
 
 Submodules and the names below are imported on first use, so ``import jaxdp`` (and the CLI's
 argument checks) do not start JAX.
@@ -36,28 +28,25 @@ import importlib
 __version__ = "0.1.0"
 
 _SUBMODULES = (
-    "audit", "backend", "baselines", "bucketize", "codec", "compressive", "datasets", "diagnostics", "exact",
-    "histogram", "io", "keys", "mechanisms", "metrics", "orders", "predict", "privacy", "quantize", "reorder", "sensitivity",
-    "stream", "transforms", "wevent",
+    "audit", "bucketize", "cli", "compressive", "datasets", "diagnostics", "histogram", "hvc", "keys", "mechanisms",
+    "metrics", "privacy", "transforms", "wevent",
 )  # fmt: skip
 _NAMES = {
-    "HVCConfig": ("config", "HVCConfig"),
-    "Result": ("stream", "Result"),
-    "StreamAnonymizer": ("stream", "StreamAnonymizer"),
-    "BudgetExhaustedWarning": ("stream", "BudgetExhaustedWarning"),
-    "anonymize": ("stream", "anonymize"),
-    "anonymize_many": ("stream", "anonymize_many"),
+    "HVCConfig": ("hvc.config", "HVCConfig"),
+    "Result": ("hvc.stream", "Result"),
+    "StreamAnonymizer": ("hvc.stream", "StreamAnonymizer"),
+    "BudgetExhaustedWarning": ("hvc.stream", "BudgetExhaustedWarning"),
+    "anonymize": ("hvc.stream", "anonymize"),
+    "anonymize_many": ("hvc.stream", "anonymize_many"),
     "fresh_key": ("keys", "fresh_key"),
-    "fuse_cpu_loops": ("backend", "fuse_cpu_loops"),
-    "midpoint": ("baselines", "midpoint"),
-    "pln": ("baselines", "pln"),
-    "frame_mean": ("baselines", "frame_mean"),
-    "microaggregate": ("baselines", "microaggregate"),
-    "exponential": ("mechanisms", "exponential"),
-    "laplace": ("mechanisms", "laplace"),
-    "mse_table": ("quantize", "mse_table"),
-    "quantize_block": ("quantize", "quantize"),
-    "QuantizeInfo": ("quantize", "QuantizeInfo"),
+    "fuse_cpu_loops": ("hvc.cpu_loop", "fuse_cpu_loops"),
+    "midpoint": ("hvc.baselines", "midpoint"),
+    "pln": ("hvc.baselines", "pln"),
+    "frame_mean": ("hvc.baselines", "frame_mean"),
+    "microaggregate": ("hvc.baselines", "microaggregate"),
+    "mse_table": ("hvc.quantize", "mse_table"),
+    "quantize_block": ("hvc.quantize", "quantize"),
+    "QuantizeInfo": ("hvc.quantize", "QuantizeInfo"),
 }
 
 __all__ = sorted([*_NAMES, *_SUBMODULES, "__version__"])

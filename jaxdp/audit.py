@@ -24,11 +24,10 @@ import math
 from collections.abc import Callable, Sequence
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import scipy.stats
 
-from jaxdp import _checks
+from jaxdp import _validate
 
 __all__ = ["AuditResult", "audit", "audit_pairs", "corner_neighbours", "clopper_pearson"]
 
@@ -141,7 +140,7 @@ def audit(
     Returns:
       An `AuditResult`.
     """
-    _checks.key(key)
+    _validate.key(key)
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}.")
     statistic = statistic or (lambda out: out)
@@ -186,7 +185,7 @@ def audit_pairs(
     Returns:
       The `AuditResult` of the chosen pair (``result.pair`` is its index).
     """
-    _checks.key(key)
+    _validate.key(key)
     if not pairs:
         raise ValueError("pairs is empty: give at least one (x, x_prime) neighbour pair.")
     k_search, k_audit = jax.random.split(key)

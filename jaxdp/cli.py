@@ -23,7 +23,13 @@ import time
 import numpy as np
 
 from jaxdp import __version__
-from jaxdp.io import InputError, TableWriter, atomic_write_text, detect_format, open_table
+from jaxdp.datasets.io import (
+    InputError,
+    TableWriter,
+    atomic_write_text,
+    detect_format,
+    open_table,
+)
 
 MAX_BLOCK = 128  # records per block: compile time grows with n (measured on 2 cores: n = 64 15 s, 128 35 s, 256 2 min)
 MAX_HISTORY = 16  # past blocks the predictor sees (compile time grows with it)
@@ -70,7 +76,8 @@ def _pln(key, data, widths, epsilon):
 def demo(args: argparse.Namespace) -> int:
     import jax
 
-    from jaxdp import datasets, keys, quantize
+    from jaxdp import datasets, keys
+    from jaxdp.hvc import quantize
 
     data = datasets.load_census().astype(np.float64)
     widths, how = _demo_bounds(args.bounds, data)
@@ -325,10 +332,11 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
     import warnings
 
     import jaxdp  # JAX starts here, after every argument and the input were checked
-    from jaxdp import backend, codec, keys
+    from jaxdp import keys
     from jaxdp.diagnostics import NOT_PRIVATE_NOTE
+    from jaxdp.hvc import codec, cpu_loop
+    from jaxdp.hvc.stream import BudgetExhaustedWarning
     from jaxdp.privacy import release_is_private
-    from jaxdp.stream import BudgetExhaustedWarning
 
     n = args.block
     kw = dict(target_length=target, records_per_subject=args.records_per_subject, bounds=bounds, history=args.history)
@@ -364,8 +372,8 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
     content = _Content(lo, hi)
 
     if not args.no_compilation_cache:
-        backend.enable_compilation_cache()  # compiled programs only (never data); a user's own setting is kept
-    previous = backend.fuse_cpu_loops(not args.no_fuse_loops)
+        cpu_loop.enable_compilation_cache()  # compiled programs only (never data); a user's own setting is kept
+    previous = cpu_loop.fuse_cpu_loops(not args.no_fuse_loops)
     t_run = time.perf_counter()
     progress = _progress(rows, args.quiet)
     try:
@@ -394,7 +402,7 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
             writer.commit(empty, [] if args.ids_column else None)
         one_kernel = codec.one_kernel_loop(config, n * len(columns))
     finally:
-        backend.fuse_cpu_loops(previous)
+        cpu_loop.fuse_cpu_loops(previous)
         progress.close()
     elapsed = time.perf_counter() - t_run
     eps_f = np.asarray(sa.epsilon_spent)

@@ -11,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxdp
-from jaxdp import mechanisms, predict, quantize
+from jaxdp import mechanisms
+from jaxdp.hvc import predict, quantize
 
 
 def laplace_case():
@@ -32,10 +33,10 @@ def grid_laplace_case():
     gamma = float(mechanisms.grid_spacing(jnp.asarray(delta)))
 
     def mech(key, x):
-        return mechanisms._grid_laplace(key, jnp.sum(x), jnp.asarray((delta + gamma) / eps), jnp.asarray(gamma))
+        return mechanisms.grid_laplace_core(key, jnp.sum(x), jnp.asarray((delta + gamma) / eps), jnp.asarray(gamma))
 
     def mutant(key, x):  # half the scale
-        return mechanisms._grid_laplace(key, jnp.sum(x), jnp.asarray(0.5 * (delta + gamma) / eps), jnp.asarray(gamma))
+        return mechanisms.grid_laplace_core(key, jnp.sum(x), jnp.asarray(0.5 * (delta + gamma) / eps), jnp.asarray(gamma))
 
     return eps, mech, mutant, jnp.asarray([0.0]), jnp.asarray([1.0]), {}
 
@@ -107,7 +108,7 @@ def mode_choice_case():
 
     def choose(key, x, preds):
         score = -jnp.sum((x[None] - preds) ** 2, axis=(1, 2))
-        _, m = mechanisms._categorical_2d(key, (eps / (2.0 * 1.0)) * score[None, :])
+        _, m = mechanisms.categorical_2d(key, (eps / (2.0 * 1.0)) * score[None, :])
         return m
 
     def mech(key, x):
@@ -170,7 +171,7 @@ def reorder_case():
     (DESIGN note 3). The "mechanism" is the private default (no reordering); the "mutant" is the
     paper's reordering, through the same host solver the codec calls — the audit must flag it.
     """
-    from jaxdp import codec
+    from jaxdp.hvc import codec
 
     eps_l = 1.0
     n, d = 4, 2
@@ -265,12 +266,12 @@ def efpa_case():
     l1 = jnp.asarray(histogram.dft_sensitivity(4), jnp.float32)  # the default, exact accounting
 
     def mech(key, h):
-        return transforms.rdft(histogram._efpa(key, h, jnp.asarray(eps, h.dtype), l1)[0])[2]
+        return transforms.rdft(histogram.efpa_core(key, h, jnp.asarray(eps, h.dtype), l1)[0])[2]
 
     def mutant(key, h):
         n = h.shape[0]
         k_sel, k_noise = jax.random.split(key)
-        idx = jax.random.categorical(k_sel, -eps * histogram._efpa_scores(h, jnp.asarray(eps, h.dtype), l1) / 4.0)
+        idx = jax.random.categorical(k_sel, -eps * histogram.efpa_scores_core(h, jnp.asarray(eps, h.dtype), l1) / 4.0)
         z = transforms.rdft_size(n, idx + 1)
         i = jnp.arange(n)
         sine = (i >= 2) & (i % 2 == 0) & (i < 2 * ((n - 1) // 2) + 1)
@@ -291,13 +292,13 @@ def php_case():
     eps = 4.0
 
     def mech(key, h):
-        out, _ = histogram._php(key, h, jnp.asarray(eps, h.dtype))
+        out, _ = histogram.php_core(key, h, jnp.asarray(eps, h.dtype))
         return (out[0] == out[1]).astype(jnp.float32)
 
     def mutant(key, h):
         # HPartition on 2 bins: bisect iff RE(whole) = |h0 − h1| exceeds the cost λ = 2/ε of a cluster
         cut = jnp.stack([jnp.asarray(True), jnp.abs(h[0] - h[1]) > 2.0 / eps])
-        out = histogram._release(key, h, cut, jnp.asarray(eps / 2, h.dtype))
+        out = histogram.release_core(key, h, cut, jnp.asarray(eps / 2, h.dtype))
         return (out[0] == out[1]).astype(jnp.float32)
 
     return eps, mech, mutant, jnp.zeros(2), jnp.asarray([1.0, 0.0]), dict(discrete=True)
@@ -359,7 +360,7 @@ def grid_parity_case():
         return jnp.mod(v, 2.0).astype(jnp.float32)
 
     def mech(key, x):
-        return parity(mechanisms._grid_laplace(key, jnp.sum(x), jnp.asarray(b), jnp.asarray(gamma)))
+        return parity(mechanisms.grid_laplace_core(key, jnp.sum(x), jnp.asarray(b), jnp.asarray(gamma)))
 
     def mutant(key, x):
         return parity(_float_discrete_laplace(key, jnp.sum(x), jnp.float32(b), jnp.float32(gamma)))

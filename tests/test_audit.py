@@ -11,7 +11,6 @@ from audits import CASES
 
 from jaxdp import audit
 
-
 FAST = {"laplace", "exponential", "public seed (mutant) vs secret key", "mode choice"}
 
 

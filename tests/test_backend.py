@@ -1,4 +1,4 @@
-"""The codec loop as one CPU kernel (`jaxdp.backend`): when it is used, what XLA makes of it, same release."""
+"""The codec loop as one CPU kernel (`jaxdp.hvc.cpu_loop`): when it is used, what XLA makes of it, same release."""
 
 import json
 
@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import jaxdp
-from jaxdp import backend, cli, codec, datasets
+from jaxdp import cli, datasets
+from jaxdp.hvc import codec, cpu_loop
 
 CENSUS = datasets.load_census().astype(np.float64)
 HI = 1.5 * CENSUS.max(axis=0)
@@ -16,9 +17,9 @@ HI = 1.5 * CENSUS.max(axis=0)
 
 @pytest.fixture(autouse=True)
 def _restore_setting():
-    previous = backend.cpu_loops_fused()
+    previous = cpu_loop.cpu_loops_fused()
     yield
-    backend.fuse_cpu_loops(previous)
+    cpu_loop.fuse_cpu_loops(previous)
 
 
 def _config(n, **kw):
@@ -40,9 +41,9 @@ def _entry_computation(config, n, dtype):
 
 
 def test_setting_is_a_bool_and_returns_the_previous_one():
-    assert backend.cpu_loops_fused()  # on by default
+    assert cpu_loop.cpu_loops_fused()  # on by default
     assert jaxdp.fuse_cpu_loops(False) is True
-    assert not backend.cpu_loops_fused()
+    assert not cpu_loop.cpu_loops_fused()
     assert jaxdp.fuse_cpu_loops(True) is False
     with pytest.raises(TypeError, match="True or False"):
         jaxdp.fuse_cpu_loops("yes")
@@ -100,7 +101,7 @@ def test_refused_one_kernel_loop_warns_once_and_falls_back_to_the_default(monkey
     with pytest.warns(RuntimeWarning, match="could not compile the codec loop as one CPU kernel"):
         got = jaxdp.anonymize(jax.random.key(5), data, cfg)
     np.testing.assert_array_equal(got.records, expected.records)
-    assert not backend.cpu_loops_fused()  # no second attempt, no second warning
+    assert not cpu_loop.cpu_loops_fused()  # no second attempt, no second warning
     jaxdp.anonymize(jax.random.key(5), data, cfg)
 
 
@@ -111,7 +112,7 @@ def test_cli_reports_the_loop_and_no_fuse_loops_gives_the_same_output(tmp_path, 
         args = ["anonymize", "-o", str(out), "--report", str(rep), "--quiet", "--epsilon", "3", "--seed", "1", *extra]
         assert cli.main(args) == 0
         assert json.loads(rep.read_text())["codec_loop_one_kernel"] is expected
-        assert backend.cpu_loops_fused()  # the CLI restores the process setting
+        assert cpu_loop.cpu_loops_fused()  # the CLI restores the process setting
         outputs[expected] = np.loadtxt(out, delimiter=",", skiprows=1)
     np.testing.assert_allclose(outputs[True], outputs[False], rtol=1e-5, atol=1e-3)
 
@@ -119,5 +120,5 @@ def test_cli_reports_the_loop_and_no_fuse_loops_gives_the_same_output(tmp_path, 
 def test_the_compilation_cache_keeps_a_directory_the_user_configured(tmp_path):
     # conftest configured one for the test run: enabling it again must keep it (a user's choice wins)
     current = jax.config.jax_compilation_cache_dir
-    assert current and backend.enable_compilation_cache(str(tmp_path / "other")) == current
+    assert current and cpu_loop.enable_compilation_cache(str(tmp_path / "other")) == current
     assert jax.config.jax_compilation_cache_dir == current and not (tmp_path / "other").exists()

@@ -12,6 +12,29 @@ from jaxdp import bucketize as B
 ALPHA = 1e-4
 
 
+
+def _two_size_exhaustive(o, fp, m_min, m_max):
+    """Reference: every feasible two-size setting, validated by Theorem 4.17 (vectorized)."""
+    o = np.asarray(o, np.int64)
+    total = int(o.sum())
+    best = None
+    for s1 in range(m_min, m_max):
+        for s2 in range(s1 + 1, m_max + 1):
+            b1 = np.arange(0, total // s1 + 1)
+            rest = total - s1 * b1
+            ok = rest % s2 == 0
+            b1, b2 = b1[ok], rest[ok] // s2
+            if b1.size == 0:
+                continue
+            v = B.valid_two_size(o, fp, s1, b1, s2, b2)
+            if v.any():
+                losses = b1 * (s1 - 1) ** 2 + b2 * (s2 - 1) ** 2
+                j = int(np.argmin(np.where(v, losses, np.iinfo(np.int64).max)))
+                if best is None or losses[j] < best[2]:
+                    best = ((s1, int(b1[j])), (s2, int(b2[j])), int(losses[j]))
+    return best
+
+
 def _example_420():
     o = np.array([1] * 8 + [6] * 4 + [9] * 2)
     fp = 2 * o / o.sum() + 0.05
@@ -26,7 +49,7 @@ def test_example_4_20_setting_is_valid_and_partition_and_buckets_match_fig1():
     # T1: x9–x12 five records each, x13–x14 eight each; T2: one record of every value
     assert list(n1) == [0] * 8 + [5] * 4 + [8] * 2 and list(n2) == [1] * 14
     sa = np.repeat(np.arange(1, 15), o)
-    bk = B._assign(sa - 1, [(4, 9, n1), (14, 1, n2)])
+    bk = B.assign_records(sa - 1, [(4, 9, n1), (14, 1, n2)])
     buckets = [sorted((sa[bk == g]).tolist()) for g in range(10)]
     assert buckets[9] == list(range(1, 15))  # Fig. 1(a): the bucket of size 14
     fig1b = [[9, 10, 12, 13], [9, 11, 12, 14], [9, 11, 13, 14], [9, 11, 13, 14], [9, 11, 13, 14],
@@ -80,7 +103,7 @@ def test_two_size_search_with_pruning_equals_exhaustive_search():
         m_min = int(np.min(np.ceil(1 / fp - 1e-9)))
         m_max = m_min + int(rng.integers(1, 12))
         got = B.two_size_bucketing(o, fp, m_max=m_max)
-        ref = B._two_size_exhaustive(o, fp, m_min, m_max)
+        ref = _two_size_exhaustive(o, fp, m_min, m_max)
         assert (got is None) == (ref is None)
         if got is not None:
             assert got[2] == ref[2]

@@ -20,7 +20,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import jaxdp
-from jaxdp import cli, datasets, io, keys
+from jaxdp import cli, datasets, keys
+from jaxdp.datasets import io
 
 
 def test_demo_runs_on_bundled_data_and_reports_all_methods(capsys):

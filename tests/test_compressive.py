@@ -18,7 +18,7 @@ ALPHA = 1e-4
 @pytest.mark.parametrize("n", [1, 2, 8, 64])
 def test_fast_basis_operators_match_the_matrices(basis, n, dtype):
     d = np.random.default_rng(n).normal(size=(2, n))
-    synth, analysis = C._psi_ops(basis, n, dtype)
+    synth, analysis = C.psi_ops(basis, n, dtype)
     psi = C.basis_matrix(basis, n)
     tol = 1e-4 if dtype == np.float32 else 1e-10
     np.testing.assert_allclose(np.asarray(analysis(jnp.asarray(d, dtype))), d @ psi, atol=tol)

@@ -1,4 +1,4 @@
-"""Exact samplers (`jaxdp.exact`): the distribution drawn is the one the privacy proof assumes.
+"""Exact samplers (`jaxdp.mechanisms.exact`): the distribution drawn is the one the privacy proof assumes.
 
 Statistical tests use α = 1e-6 (a correct sampler fails one of them with probability ≤ 1e-6 each;
 the keys are fixed, so every run is deterministic). Deterministic tests check the integer machinery
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from jaxdp import exact, mechanisms
+from jaxdp import mechanisms
+from jaxdp.mechanisms import exact
 
 ALPHA = 1e-6
 
@@ -179,6 +180,6 @@ def test_float_two_stage_sampler_rounds_a_small_probability_to_zero_by_enumerati
     probs = []
     for second in (-16.0, -17.0):
         logits = jnp.asarray([[0.0, second]], jnp.float32)
-        draws = jax.jit(jax.vmap(lambda v: mechanisms._categorical_2d_from(jnp.stack([v, v]), logits)[1]))(u)
+        draws = jax.jit(jax.vmap(lambda v: mechanisms.categorical_2d_from(jnp.stack([v, v]), logits)[1]))(u)
         probs.append(float(np.mean(np.asarray(draws) == 1)))
     assert probs[0] == pytest.approx(2.0**-23) and probs[1] == 0.0

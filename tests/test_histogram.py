@@ -60,7 +60,7 @@ def test_abs_dev_matches_brute_force(n, dtype):
     lo = rng.integers(0, n + 1, 300)
     hi = rng.integers(0, n + 1, 300)
     lo, hi = np.minimum(lo, hi), np.maximum(lo, hi)
-    got = np.asarray(H._abs_dev(H._tree(jnp.asarray(x, dtype)), jnp.asarray(lo, jnp.int32), jnp.asarray(hi, jnp.int32)))
+    got = np.asarray(H.abs_deviation(H.prefix_tree(jnp.asarray(x, dtype)), jnp.asarray(lo, jnp.int32), jnp.asarray(hi, jnp.int32)))
     ref = np.array([np.abs(x[a:b] - x[a:b].mean()).sum() if b > a else 0.0 for a, b in zip(lo, hi)])
     np.testing.assert_allclose(got, ref, atol=1e-3 if dtype == np.float32 else 1e-9)
 
@@ -155,7 +155,7 @@ def test_efpa_noise_is_laplace_2_delta_over_eps_on_every_retained_coordinate(key
     h = H.synthetic_histogram(4, n=33, kind="smooth", total=3000).astype(np.float64)
     eps = 0.7
     l1 = H.dft_sensitivity(33, accounting=accounting)
-    outs, ks = jax.vmap(lambda kk: H._efpa(kk, jnp.asarray(h), jnp.asarray(eps), jnp.asarray(l1)))(
+    outs, ks = jax.vmap(lambda kk: H.efpa_core(kk, jnp.asarray(h), jnp.asarray(eps), jnp.asarray(l1)))(
         jax.random.split(key, 3000))  # fmt: skip
     c = np.asarray(transforms.rdft(jnp.asarray(h)))
     co = np.asarray(transforms.rdft(outs))
@@ -178,7 +178,7 @@ def test_efpa_choice_of_k_follows_the_exponential_mechanism(key, x64):
     scores = np.asarray(H.efpa_scores(h, epsilon=eps))
     probs = scipy.special.softmax(-eps * scores / 4)
     l1 = jnp.asarray(H.dft_sensitivity(15))
-    _, ks = jax.vmap(lambda kk: H._efpa(kk, jnp.asarray(h), jnp.asarray(eps), l1))(jax.random.split(key, 20000))
+    _, ks = jax.vmap(lambda kk: H.efpa_core(kk, jnp.asarray(h), jnp.asarray(eps), l1))(jax.random.split(key, 20000))
     counts = np.bincount(np.asarray(ks) - 1, minlength=probs.size)
     keep = probs * 20000 >= 5
     obs = np.append(counts[keep], counts[~keep].sum())
@@ -194,7 +194,7 @@ def test_spa_noise_norm_is_gamma_k(key, x64, accounting):
     h = H.synthetic_histogram(6, n=24, kind="smooth", total=2000).astype(np.float64)
     eps = 0.8
     l2 = H.dft_sensitivity(24, norm=2, accounting=accounting)
-    outs, ks = jax.vmap(lambda kk: H._spa(kk, jnp.asarray(h), jnp.asarray(eps), jnp.asarray(l2)))(
+    outs, ks = jax.vmap(lambda kk: H.spa_core(kk, jnp.asarray(h), jnp.asarray(eps), jnp.asarray(l2)))(
         jax.random.split(key, 4000))  # fmt: skip
     c = np.asarray(transforms.rdft(jnp.asarray(h)))
     co = np.asarray(transforms.rdft(outs))
@@ -250,7 +250,7 @@ def test_php_level_parallel_execution_has_the_fifo_algorithms_distribution(h, ke
     eps = 3.0
     exact = _php_exact(np.asarray(h, np.float64), eps)
     trials = 30000
-    _, info = jax.vmap(lambda kk: H._php(kk, jnp.asarray(h, jnp.float64), jnp.asarray(eps), noise=noise))(
+    _, info = jax.vmap(lambda kk: H.php_core(kk, jnp.asarray(h, jnp.float64), jnp.asarray(eps), noise=noise))(
         jax.random.split(key, trials)
     )
     cutmask = np.asarray(info.cut)

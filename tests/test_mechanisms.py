@@ -134,7 +134,7 @@ def test_exponential_rejects_empty_scores(key):
 def test_two_stage_sampler_matches_softmax_and_never_draws_zero_weight(key):
     logits = jnp.asarray([[0.0, -1.0, -jnp.inf, 1e15 * 0], [-jnp.inf, -jnp.inf, -jnp.inf, -jnp.inf], [0.5, jnp.nan, -2.0, 0.0]])
     draws = 60_000
-    rows, cols = jax.vmap(mechanisms._categorical_2d, in_axes=(0, None))(jax.random.split(key, draws), logits)
+    rows, cols = jax.vmap(mechanisms.categorical_2d, in_axes=(0, None))(jax.random.split(key, draws), logits)
     flat = np.asarray(rows) * 4 + np.asarray(cols)
     w = np.exp(np.nan_to_num(np.asarray(logits, np.float64), nan=-np.inf))
     want = (w / w.sum()).reshape(-1)
@@ -146,10 +146,10 @@ def test_two_stage_sampler_matches_softmax_and_never_draws_zero_weight(key):
 
 @pytest.mark.parametrize("size", [1, 7, 64, 160, 161, 625, 1000])
 def test_gemm_prefix_sums_equal_numpy(size, x64):
-    from jaxdp import _prefix
+    from jaxdp.transforms import cumsum
 
     x = np.random.default_rng(size).normal(size=(3, size))
-    np.testing.assert_allclose(_prefix.cumsum(jnp.asarray(x)), np.cumsum(x, -1), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(cumsum.cumsum(jnp.asarray(x)), np.cumsum(x, -1), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(
-        _prefix.cumsum(jnp.asarray(x), reverse=True), np.cumsum(x[:, ::-1], -1)[:, ::-1], rtol=1e-12, atol=1e-12
+        cumsum.cumsum(jnp.asarray(x), reverse=True), np.cumsum(x[:, ::-1], -1)[:, ::-1], rtol=1e-12, atol=1e-12
     )

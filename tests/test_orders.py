@@ -4,7 +4,7 @@ import reference as ref
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jaxdp import orders
+from jaxdp.transforms import orders
 
 
 def pairs(order, d):

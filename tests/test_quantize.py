@@ -5,7 +5,9 @@ import pytest
 import reference as ref
 import scipy.stats
 
-from jaxdp import datasets, orders, quantize, transforms
+from jaxdp import datasets, transforms
+from jaxdp.hvc import quantize
+from jaxdp.transforms import orders
 
 ALPHA = 1e-4  # per-test significance level (see test_mechanisms.py)
 

@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 import reference as ref
 
-from jaxdp import orders, quantize, sensitivity, transforms
+from jaxdp import transforms
+from jaxdp.hvc import quantize, sensitivity
+from jaxdp.transforms import orders
 
 KINDS = ("dct", "dst", "dht", "identity")
 

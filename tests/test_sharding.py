@@ -7,7 +7,6 @@ import textwrap
 
 import jax
 import numpy as np
-
 import pytest
 
 import jaxdp

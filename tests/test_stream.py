@@ -12,8 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jaxdp
+from jaxdp import datasets
 from jaxdp.diagnostics import curator_diagnostics
-from jaxdp import codec, datasets, orders, predict
+from jaxdp.hvc import codec, predict
+from jaxdp.transforms import orders
 
 ALPHA = 1e-4
 CENSUS = datasets.load_census()
@@ -240,7 +242,7 @@ def test_bad_calls_are_rejected(key):
 
 @pytest.mark.parametrize("cost, strategy", [(0, "lagrangian"), (3, "lagrangian"), (6, "s1"), (5, "s2"), (32, "lagrangian")])
 def test_reorder_respects_the_footrule_and_beats_identity(cost, strategy):
-    from jaxdp import reorder
+    from jaxdp.hvc import reorder
 
     rng = np.random.default_rng(cost)
     for _ in range(20):
@@ -307,7 +309,7 @@ def test_noise_is_independent_across_blocks_and_repetitions(key):
 
 def test_the_codec_step_is_traced_once_not_per_block(key, monkeypatch):
     """No Python work per block: the scan body is traced once per compiled shape, whatever the length."""
-    from jaxdp import codec as codec_mod
+    from jaxdp.hvc import codec as codec_mod
 
     calls = []
     real = codec_mod._step_drawn  # the scan body (its random numbers are drawn before the loop)
@@ -328,7 +330,7 @@ def test_the_codec_step_is_traced_once_not_per_block(key, monkeypatch):
 @pytest.mark.parametrize("m", [1, 4, 8])
 @pytest.mark.parametrize("limit", [None, 1, 10, 24, 100, 1000])
 def test_distinct_subject_plan_equals_the_planner_loop(n_rows, m, limit):
-    from jaxdp import stream as stream_mod
+    from jaxdp.hvc import stream as stream_mod
 
     loop = stream_mod._Planner(m, limit)
     want = []
@@ -346,7 +348,7 @@ def test_distinct_subject_plan_equals_the_planner_loop(n_rows, m, limit):
 @pytest.mark.parametrize("seed", range(40))
 def test_bulk_distinct_feed_equals_the_per_row_feed(seed):
     """`_Planner.feed_distinct` (StreamAnonymizer.push without ids) = `feed` per row, also after pushes with ids."""
-    from jaxdp import stream as stream_mod
+    from jaxdp.hvc import stream as stream_mod
 
     rng = np.random.default_rng(seed)
     m = int(rng.integers(1, 9))
@@ -378,7 +380,7 @@ def test_bulk_distinct_feed_equals_the_per_row_feed(seed):
 def test_pushes_of_any_size_share_a_few_compiled_programs_and_match_batch(key, monkeypatch):
     """Pushes are padded to `codec.padded_length` buckets: pushes of varying sizes reuse compiled scans,
     and the padding steps change nothing (the state is rebuilt from the real steps; stream = batch, bit for bit)."""
-    from jaxdp import codec as codec_mod
+    from jaxdp.hvc import codec as codec_mod
 
     calls = []
     real = codec_mod._step_drawn
@@ -407,7 +409,7 @@ def test_pushes_of_any_size_share_a_few_compiled_programs_and_match_batch(key, m
 
 
 def test_padded_length_bounds_padding_and_program_count():
-    from jaxdp import codec as codec_mod
+    from jaxdp.hvc import codec as codec_mod
 
     counts = np.arange(1, 70_000)
     lengths = np.array([codec_mod.padded_length(int(c)) for c in counts])

@@ -1,8 +1,9 @@
+from fractions import Fraction
+
 import jax
 import numpy as np
 import pytest
 import scipy.stats
-from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

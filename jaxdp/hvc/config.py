@@ -7,7 +7,9 @@ import math
 
 import numpy as np
 
-from jaxdp import _checks, mechanisms, orders, predict
+from jaxdp import _validate, mechanisms
+from jaxdp.hvc import predict
+from jaxdp.transforms import orders
 
 __all__ = ["HVCConfig"]
 
@@ -52,7 +54,7 @@ class HVCConfig:
       reorder_cost: c_R, the footrule bound (0 with ``reorder="none"``; ⌊n²/2⌋ = unconstrained).
       reorder_strategy: ``"lagrangian"`` (default), ``"s1"`` or ``"s2"`` (paper Sec. 4.5.1, r = 2).
       history: π, how many past protected blocks the predictor sees.
-      modes: prediction modes, a tuple from `jaxdp.predict.MODES`. The default ``("frame_mean",)``
+      modes: prediction modes, a tuple from `jaxdp.hvc.predict.MODES`. The default ``("frame_mean",)``
         predicts every block from the frame-mean layer (below); the paper's modes are
         ``predict.PAPER_MODES`` (midpoint, column mean, last record, history mean, inter).
       frame_mean_share: the share s of each frame's budget ε_f spent on the frame's noisy column means
@@ -68,7 +70,7 @@ class HVCConfig:
         caveats of the README's privacy section; ``"float32"`` is accepted as an alias), ``"float64"``
         (the whole codec in float64), or ``"grid"`` (exact: coefficients snapped to a power-of-two grid
         plus exact discrete Laplace noise, and an exact exponential mechanism on integer scores;
-        pure ε-DP under finite arithmetic; see `jaxdp.exact`).
+        pure ε-DP under finite arithmetic; see `jaxdp.mechanisms.exact`).
     """
 
     block_size: int
@@ -94,13 +96,13 @@ class HVCConfig:
     noise: str = "float"
 
     def __post_init__(self):
-        _checks.size("block_size", self.block_size)
-        _checks.size("frame_blocks", self.frame_blocks)
-        _checks.positive_scalar("epsilon", self.epsilon)
+        _validate.size("block_size", self.block_size)
+        _validate.size("frame_blocks", self.frame_blocks)
+        _validate.positive_scalar("epsilon", self.epsilon)
         if self.target_length is not None:
-            _checks.size("target_length", self.target_length)
+            _validate.size("target_length", self.target_length)
         if self.records_per_subject is not None:
-            _checks.size("records_per_subject", self.records_per_subject)
+            _validate.size("records_per_subject", self.records_per_subject)
             if self.target_length is not None:
                 raise ValueError(
                     "give either target_length (the paper's accounting: ε·r/l per frame of r records) or "
@@ -115,7 +117,7 @@ class HVCConfig:
             if self.bounds != "data":
                 raise ValueError(f'bounds must be (lo, hi), widths, or "data"; got {self.bounds!r}.')
         else:
-            lo, hi = _checks.bounds(self.bounds)
+            lo, hi = _validate.bounds(self.bounds)
             object.__setattr__(self, "bounds", (tuple(lo.tolist()), tuple(hi.tolist())))
         split = tuple(float(s) for s in self.split)
         if len(split) != 3 or any(not math.isfinite(s) or s < 0 for s in split):
@@ -123,13 +125,13 @@ class HVCConfig:
         if abs(sum(split) - 1.0) > 1e-9 or split[0] <= 0 or split[1] <= 0:
             raise ValueError(f"split must sum to 1 with ε_QL, ε_QE > 0; got {self.split!r}.")
         object.__setattr__(self, "split", split)
-        object.__setattr__(self, "kinds", _checks.kinds(self.kinds))
-        _checks.option("order", self.order, orders.ORDERS)
+        object.__setattr__(self, "kinds", _validate.kinds(self.kinds))
+        _validate.option("order", self.order, orders.ORDERS)
         if self.theta not in (0.5, 1.0):
             raise ValueError(f"theta must be 0.5 or 1.0, got {self.theta!r}.")
-        _checks.option("accounting", self.accounting, _checks.ACCOUNTINGS)
-        _checks.option("reorder", self.reorder, _REORDERS)
-        _checks.option("reorder_strategy", self.reorder_strategy, _STRATEGIES)
+        _validate.option("accounting", self.accounting, _validate.ACCOUNTINGS)
+        _validate.option("reorder", self.reorder, _REORDERS)
+        _validate.option("reorder_strategy", self.reorder_strategy, _STRATEGIES)
         object.__setattr__(self, "noise", mechanisms.check_noise(self.noise))
         if isinstance(self.reorder_cost, bool) or not isinstance(self.reorder_cost, (int, np.integer)):
             raise TypeError(f"reorder_cost must be an int, got {self.reorder_cost!r}.")
@@ -137,7 +139,7 @@ class HVCConfig:
             raise ValueError('reorder_cost must be 0 with reorder="none".')
         if self.reorder_cost < 0:
             raise ValueError(f"reorder_cost must be >= 0, got {self.reorder_cost}.")
-        _checks.size("history", self.history)
+        _validate.size("history", self.history)
         modes = tuple(self.modes) if not isinstance(self.modes, str) else (self.modes,)
         if not modes or any(m not in predict.MODES for m in modes) or len(set(modes)) != len(modes):
             raise ValueError(f"modes must be distinct names from {predict.MODES}, got {self.modes!r}.")

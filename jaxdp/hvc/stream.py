@@ -29,8 +29,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdp import codec
-from jaxdp.config import HVCConfig
+from jaxdp.hvc import codec
+from jaxdp.hvc.config import HVCConfig
 from jaxdp.privacy import release_is_private
 
 __all__ = ["Result", "anonymize", "anonymize_many", "StreamAnonymizer", "BudgetExhaustedWarning"]
@@ -393,7 +393,7 @@ class _FrameMeans:
     """
 
     def __init__(self, config: HVCConfig, width: np.ndarray):
-        from jaxdp import quantize
+        from jaxdp.hvc import quantize
 
         self.share = config.frame_mean_share
         self.noise = config.noise
@@ -426,7 +426,7 @@ class _FrameMeans:
         from jaxdp import mechanisms
 
         kernel = mechanisms.check_noise(self.noise)
-        kernel = mechanisms._kernel_noise(kernel)
+        kernel = mechanisms.kernel_noise(kernel)
         dtype = jnp.zeros(()).dtype
         idx = jnp.asarray(np.arange(self.frames, self.frames + f, dtype=np.uint32))
         reps = key.shape
@@ -608,9 +608,9 @@ def anonymize(key: jax.Array, records, config: HVCConfig, *, ids=None) -> Result
     Returns:
       A `Result`.
     """
-    from jaxdp import _checks
+    from jaxdp import _validate
 
-    _checks.key(key)
+    _validate.key(key)
     records, ids, lo, hi, private, limit, frames, planner = _prepare(records, config, ids)
     if planner.dropped:
         _warn_dropped(planner.dropped, limit)
@@ -674,9 +674,9 @@ def anonymize_many(keys: jax.Array, streams, config: HVCConfig, *, shard: bool =
     Returns:
       A `Result` whose ``records`` has shape ``[S, N_out, d]`` (index, delay, frames shared).
     """
-    from jaxdp import _checks
+    from jaxdp import _validate
 
-    _checks.key(keys)
+    _validate.key(keys)
     streams = np.asarray(streams)
     if streams.ndim != 3 or streams.shape[1] == 0:
         raise ValueError(f"streams must have shape [S, N, d] with N >= 1, got {streams.shape}.")
@@ -757,9 +757,9 @@ class StreamAnonymizer:
     """
 
     def __init__(self, config: HVCConfig, key: jax.Array):
-        from jaxdp import _checks
+        from jaxdp import _validate
 
-        _checks.key(key)
+        _validate.key(key)
         if key.shape != ():
             raise ValueError("StreamAnonymizer takes a single key; use anonymize for repetitions.")
         if config.target_length is None and config.records_per_subject is None:

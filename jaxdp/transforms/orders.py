@@ -20,11 +20,11 @@ import functools
 import numpy as np
 from jaxtyping import Int
 
-from jaxdp import _checks
+from jaxdp import _validate
 
 __all__ = ["ORDERS", "zigzag", "diagonal", "get", "rows_cols"]
 
-ORDERS = _checks.ORDERS
+ORDERS = _validate.ORDERS
 
 
 def _antidiagonal_scan(n: int, d: int, alternate: bool) -> np.ndarray:
@@ -52,17 +52,17 @@ def _diagonal(n: int, d: int) -> np.ndarray:
 
 def zigzag(n: int, d: int) -> Int[np.ndarray, " nd"]:
     """Zig-zag scan of an ``n x d`` matrix (paper Fig. 3a) as flat row-major indices, shape ``[n*d]``."""
-    return _zigzag(_checks.size("n", n), _checks.size("d", d))
+    return _zigzag(_validate.size("n", n), _validate.size("d", d))
 
 
 def diagonal(n: int, d: int) -> Int[np.ndarray, " nd"]:
     """Up-right diagonal scan of an ``n x d`` matrix (paper Fig. 3b) as flat indices, shape ``[n*d]``."""
-    return _diagonal(_checks.size("n", n), _checks.size("d", d))
+    return _diagonal(_validate.size("n", n), _validate.size("d", d))
 
 
 def get(name: str, n: int, d: int) -> Int[np.ndarray, " nd"]:
     """The order called `name` (``"zigzag"`` or ``"diagonal"``) for an ``n x d`` matrix."""
-    name = _checks.option("order", name, ORDERS)
+    name = _validate.option("order", name, ORDERS)
     return zigzag(n, d) if name == "zigzag" else diagonal(n, d)
 
 

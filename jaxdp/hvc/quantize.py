@@ -9,7 +9,7 @@ budget allocation of Theorem 1 costs the expected squared error (Lemma 2, Theore
 
 where ``GS_k`` is the Lemma 1 sensitivity of the k-th coefficient and ``ρ_t = 1`` under
 ``accounting="paper"``; under ``accounting="joint"``, ``ρ_t ≤ 1`` is the exact joint privacy
-loss of the allocation (see `jaxdp.sensitivity.joint_factor`, DESIGN note 4). The removal term
+loss of the allocation (see `jaxdp.hvc.sensitivity.joint_factor`, DESIGN note 4). The removal term
 uses the *observed* coefficients, as the paper's scores do. All t = 0 … nd and all transforms
 are scored at once with prefix sums (the Laplace term, public) and suffix sums (the removal
 term): O(nd) per transform after the transform itself.
@@ -29,7 +29,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from jaxdp import _checks, _prefix, exact, mechanisms, orders, sensitivity, transforms
+from jaxdp import _validate, mechanisms, transforms
+from jaxdp.hvc import sensitivity
+from jaxdp.mechanisms import exact
+from jaxdp.transforms import cumsum, orders
 
 __all__ = [
     "QuantizerTables",
@@ -142,11 +145,11 @@ def tables(
     n: int, bounds, *, kinds=_DEFAULT_KINDS, order: str = "zigzag", accounting: str = "paper"
 ) -> QuantizerTables:
     """Build (and cache) the public tables of a quantizer configuration. See `QuantizerTables`."""
-    n = _checks.size("n", n)
-    lo, hi = _checks.bounds(bounds)
-    kinds = _checks.kinds(kinds)
-    order = _checks.option("order", order, orders.ORDERS)
-    accounting = _checks.option("accounting", accounting, _checks.ACCOUNTINGS)
+    n = _validate.size("n", n)
+    lo, hi = _validate.bounds(bounds)
+    kinds = _validate.kinds(kinds)
+    order = _validate.option("order", order, orders.ORDERS)
+    accounting = _validate.option("accounting", accounting, _validate.ACCOUNTINGS)
     return _tables(n, tuple(lo.tolist()), tuple(hi.tolist()), kinds, order, accounting)
 
 
@@ -160,7 +163,7 @@ def allocation(
       Σ_{l≤t} GS_l^{2/3} · ε_QL`` (summing to ε_QL) and the scales ``GS_k/ε*_k · ρ_t`` actually
       used (ρ_t = 1 for ``"paper"``).
     """
-    _checks.positive_scalar("eps_laplace", eps_laplace)
+    _validate.positive_scalar("eps_laplace", eps_laplace)
     tab = tables(n, bounds, kinds=(kind,), order=order, accounting=accounting)
     nd = tab.order.shape[0]
     if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or not 0 <= t <= nd:
@@ -214,7 +217,7 @@ def _inverse(c_tilde, s, tab, n, d):
 
 def _suffix_sums(sq):
     """``tail[:, t] = Σ_{k ≥ t} sq[:, k]`` for t = 0 … nd (last column 0), shape ``[K, nd+1]``."""
-    return _prefix.suffix_sums(sq)
+    return cumsum.suffix_sums(sq)
 
 
 def _block_terms(x, x_hat, tab, eps_laplace):
@@ -308,12 +311,12 @@ def _quantize_block_drawn(
         ratio = ratio_max * tab.prefix * tab.rho * inflate_all * 1.01 / eps_laplace
         score = jnp.where(ratio < exact.MAX_SCALE, score, -jnp.inf)
         # Algorithm 1, lines 1-4: exponential mechanism over all (σ, t), sampled exactly on integer scores.
-        idx = mechanisms._exponential_exact(draws.select, score.reshape(-1), eps_select, sens)
+        idx = mechanisms.exponential_exact_core(draws.select, score.reshape(-1), eps_select, sens)
         s, t = idx // (nd + 1), idx % (nd + 1)
         eps_k = tab.cbrt_gs[s] ** 2 * eps_laplace / (tab.prefix[s, t] * tab.rho[s, t])
         gamma = gamma_all[s]
         scale = mechanisms.laplace_scale(epsilon=eps_k, sensitivity=gs[s] * inflate_all[s, t], dtype=x.dtype)
-        noisy = mechanisms._grid_laplace(draws.noise, c[s], scale, gamma)
+        noisy = mechanisms.grid_laplace_core(draws.noise, c[s], scale, gamma)
     else:
         # Algorithm 1, lines 1-4: exponential mechanism over all (σ, t), in log space.
         s, t = mechanisms.exponential_drawn(draws.select, score, epsilon=eps_select, sensitivity=sens)
@@ -334,8 +337,8 @@ def _quantize_block_drawn(
 
 
 def _prepare(x, x_hat, bounds, kinds, order, accounting):
-    x = _checks.block("x", x)
-    x_hat = _checks.block("x_hat", x_hat)
+    x = _validate.block("x", x)
+    x_hat = _validate.block("x_hat", x_hat)
     n, d = x.shape[-2:]
     if x_hat.shape[-2:] != (n, d):
         raise ValueError(f"x_hat must have the block shape of x, [..., {n}, {d}]; got {tuple(x_hat.shape)}.")
@@ -343,7 +346,7 @@ def _prepare(x, x_hat, bounds, kinds, order, accounting):
         batch = jnp.broadcast_shapes(x.shape[:-2], x_hat.shape[:-2])
     except ValueError as err:
         raise ValueError(f"x {tuple(x.shape)} and x_hat {tuple(x_hat.shape)} have incompatible batch shapes.") from err
-    _checks.bounds(bounds, d)  # shape and value checks against the data's d
+    _validate.bounds(bounds, d)  # shape and value checks against the data's d
     tab = tables(n, bounds, kinds=kinds, order=order, accounting=accounting)
     dtype = np.dtype(jax.dtypes.canonicalize_dtype(np.promote_types(x.dtype, x_hat.dtype)))
     x = jnp.broadcast_to(x.astype(dtype), (*batch, n, d)).reshape(-1, n, d)
@@ -444,8 +447,8 @@ def mse_table(
     Raises:
       ValueError / TypeError: bad shapes, dtypes, bounds, ε or option names.
     """
-    kinds = _checks.kinds(kinds)
-    _checks.positive_scalar("eps_laplace", eps_laplace)
+    kinds = _validate.kinds(kinds)
+    _validate.positive_scalar("eps_laplace", eps_laplace)
     x, x_hat, tab, batch, dtype = _prepare(x, x_hat, bounds, kinds, order, accounting)
     out = _mse_jit(x, x_hat, tab, jnp.asarray(eps_laplace, dtype))
     return out.reshape(*batch, *out.shape[1:])
@@ -481,10 +484,10 @@ def selection_probabilities(
     Returns an array of shape ``[..., K, n*d + 1]`` summing to one over the last two axes. This
     reads the private block and is **not** DP output; it is for analysis and tests.
     """
-    kinds = _checks.kinds(kinds)
+    kinds = _validate.kinds(kinds)
     theta = _check_theta(theta)
-    _checks.positive_scalar("eps_laplace", eps_laplace)
-    _checks.positive_scalar("eps_select", eps_select)
+    _validate.positive_scalar("eps_laplace", eps_laplace)
+    _validate.positive_scalar("eps_select", eps_select)
     x, x_hat, tab, batch, dtype = _prepare(x, x_hat, bounds, kinds, order, accounting)
     out = _probabilities_jit(
         x, x_hat, tab, jnp.asarray(eps_laplace, dtype), jnp.asarray(eps_select, dtype), theta=theta
@@ -548,11 +551,11 @@ def quantize(
     Raises:
       ValueError / TypeError: bad key, shapes, dtypes, bounds, ε, θ or option names.
     """
-    _checks.key(key)
-    kinds = _checks.kinds(kinds)
+    _validate.key(key)
+    kinds = _validate.kinds(kinds)
     theta = _check_theta(theta)
-    _checks.positive_scalar("eps_laplace", eps_laplace)
-    _checks.positive_scalar("eps_select", eps_select)
+    _validate.positive_scalar("eps_laplace", eps_laplace)
+    _validate.positive_scalar("eps_select", eps_select)
     x, x_hat, tab, batch, dtype = _prepare(x, x_hat, bounds, kinds, order, accounting)
     if key.shape == ():
         keys = jax.random.split(key, x.shape[0])

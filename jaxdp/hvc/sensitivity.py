@@ -15,7 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from jaxdp import _checks, orders, transforms
+from jaxdp import _validate, transforms
+from jaxdp.transforms import orders
 
 __all__ = [
     "JOINT_MAX_D",
@@ -44,7 +45,7 @@ def _coefficient_table(kind: str, n: int, width: tuple[float, ...]) -> np.ndarra
 
 
 def _width(bounds) -> tuple[float, ...]:
-    lo, hi = _checks.bounds(bounds)
+    lo, hi = _validate.bounds(bounds)
     return tuple((hi - lo).tolist())
 
 
@@ -63,7 +64,7 @@ def coefficient_table(kind: str, n: int, bounds) -> Float[np.ndarray, "n d"]:
     Returns:
       Read-only float64 array of shape ``[n, d]``.
     """
-    return _coefficient_table(_checks.kind(kind), _checks.size("n", n), _width(bounds))
+    return _coefficient_table(_validate.kind(kind), _validate.size("n", n), _width(bounds))
 
 
 def frobenius(kind: str, n: int, bounds) -> float:
@@ -120,15 +121,15 @@ def score_sensitivity(
     Returns:
       A Python float for θ = ½, an array of shape ``[...]`` for θ = 1.
     """
-    kinds = _checks.kinds(kinds)
-    lo, hi = _checks.bounds(bounds)
+    kinds = _validate.kinds(kinds)
+    lo, hi = _validate.bounds(bounds)
     gs_f = max(frobenius(k, n, bounds) for k in kinds)
     if theta == 0.5:
         return gs_f
     if theta == 1.0:
         if x_hat is None:
             raise ValueError("theta = 1 needs the prediction block x_hat (Lemma 3(ii) depends on it).")
-        x_hat = _checks.block("x_hat", x_hat)
+        x_hat = _validate.block("x_hat", x_hat)
         dt = x_hat.dtype
         return 2.0 * gs_f * _omega_one_factor(x_hat, jnp.asarray(lo, dt), jnp.asarray(hi, dt))
     raise ValueError(f"theta must be 0.5 or 1.0 (Lemma 3 bounds exist only for these), got {theta!r}.")
@@ -192,9 +193,9 @@ def joint_privacy_loss(kind: str, n: int, bounds, scales, *, order: str = "zigza
     Raises:
       ValueError: d > JOINT_MAX_D (enumeration too large), bad scales or sizes.
     """
-    kind = _checks.kind(kind)
-    n = _checks.size("n", n)
-    lo, hi = _checks.bounds(bounds)
+    kind = _validate.kind(kind)
+    n = _validate.size("n", n)
+    lo, hi = _validate.bounds(bounds)
     d = lo.shape[0]
     if d > JOINT_MAX_D:
         raise ValueError(f"exact joint loss enumerates 2^(d-1) vertices; d = {d} > JOINT_MAX_D = {JOINT_MAX_D}.")
@@ -239,7 +240,7 @@ def joint_factor(kind: str, n: int, bounds, *, order: str = "zigzag") -> Float[n
     Returns:
       Read-only float64 array of shape ``[n*d + 1]``.
     """
-    kind = _checks.kind(kind)
-    n = _checks.size("n", n)
-    order = _checks.option("order", order, orders.ORDERS)
+    kind = _validate.kind(kind)
+    n = _validate.size("n", n)
+    order = _validate.option("order", order, orders.ORDERS)
     return _joint_factor(kind, n, _width(bounds), order)

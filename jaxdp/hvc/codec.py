@@ -22,8 +22,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from jaxdp import backend, mechanisms, predict, quantize
-from jaxdp.config import HVCConfig
+from jaxdp import mechanisms
+from jaxdp.hvc import cpu_loop, predict, quantize
+from jaxdp.hvc.config import HVCConfig
 
 _UNROLL = 1  # lax.scan unroll factor. 4 was ≈ 20 % faster on CPU but compiles the remainder iterations differently, which broke bit-identity between the batch and streaming front ends (different scan lengths)
 
@@ -149,7 +150,7 @@ def _step_drawn(config: HVCConfig, prm: CodecParams, state: CodecState, block, d
     if preds.shape[0] > 1:
         score = -jnp.sum((xs - preds) ** 2, axis=(1, 2))  # κ = -‖ψX - X̂(φ)‖²_F, sensitivity ‖Λ‖²₂ (Lemma 5)
         if config.noise == "grid":
-            mode = mechanisms._exponential_exact(draws.mode, score, e * eps_block, prm.mode_sensitivity)
+            mode = mechanisms.exponential_exact_core(draws.mode, score, e * eps_block, prm.mode_sensitivity)
         else:
             _, mode = mechanisms.exponential_drawn(
                 draws.mode, score[None, :], epsilon=e * eps_block, sensitivity=prm.mode_sensitivity
@@ -181,8 +182,8 @@ def _step_drawn(config: HVCConfig, prm: CodecParams, state: CodecState, block, d
 
 
 def _paper_permutations(xc, preds, cost_bound: int, strategy: str):
-    """Host callback: Algorithm 2's permutation for every candidate prediction (`jaxdp.reorder`)."""
-    from jaxdp import reorder
+    """Host callback: Algorithm 2's permutation for every candidate prediction (`jaxdp.hvc.reorder`)."""
+    from jaxdp.hvc import reorder
 
     shape = jax.ShapeDtypeStruct(preds.shape[:2], jnp.int32)
     return jax.pure_callback(
@@ -231,7 +232,7 @@ def _scan(config, prm, state, blocks, keys, eps):
 _run_jit = jax.jit(_scan, static_argnums=(0,))
 
 # The loop as its own (non-inlined) call: the jit here only makes the call boundary that XLA
-# compiles as one CPU kernel (`jaxdp.backend`).
+# compiles as one CPU kernel (`jaxdp.hvc.cpu_loop`).
 _scan_call = jax.jit(_scan_drawn, static_argnums=(0,))
 
 
@@ -239,11 +240,11 @@ def _run_one_kernel(config, prm, state, blocks, keys, eps):
     from jax.experimental.xla_metadata import set_xla_metadata
 
     draws = _all_draws(config, blocks, keys)  # outside the kernel: large vectorized threefry
-    with set_xla_metadata(**backend._ONE_KERNEL_CALL):
+    with set_xla_metadata(**cpu_loop._ONE_KERNEL_CALL):
         return _scan_call(config, prm, state, blocks, draws, eps)
 
 
-_run_jit_one_kernel = jax.jit(_run_one_kernel, static_argnums=(0,), compiler_options=backend._NO_LIBRARY_FUSIONS)
+_run_jit_one_kernel = jax.jit(_run_one_kernel, static_argnums=(0,), compiler_options=cpu_loop._NO_LIBRARY_FUSIONS)
 
 
 def _pub_axes(pub: BlockInputs, lead: int):
@@ -310,21 +311,21 @@ def run(
         try:
             return run_fn(static, prm, state, blocks, keys, pub)
         except (RuntimeError, ImportError) as err:  # an XLA/JAX that refuses the one-kernel loop (XLA errors are RuntimeErrors)
-            backend._refused(err)
+            cpu_loop._refused(err)
     return _run_jit(static, prm, state, blocks, keys, pub)
 
 
 def _run_fn(config: HVCConfig, block_entries: int):
-    """The jitted single-stream loop for blocks of `block_entries` = n·d values (`jaxdp.backend`)."""
+    """The jitted single-stream loop for blocks of `block_entries` = n·d values (`jaxdp.hvc.cpu_loop`)."""
     return _run_jit_one_kernel if one_kernel_loop(config, block_entries) else _run_jit
 
 
 def one_kernel_loop(config: HVCConfig, block_entries: int) -> bool:
     """Whether a single stream of `config` on blocks of n·d = `block_entries` values runs its codec loop
-    as one CPU kernel (`jaxdp.backend`; never with reordering: a host callback inside the loop)."""
+    as one CPU kernel (`jaxdp.hvc.cpu_loop`; never with reordering: a host callback inside the loop)."""
     # not with reordering (a host callback inside the loop) nor with noise="grid" (the exact samplers'
     # while loops gather and scatter, which XLA cannot emit inside one kernel)
-    return config.reorder != "paper" and config.noise != "grid" and backend._one_kernel_codec_loop(block_entries)
+    return config.reorder != "paper" and config.noise != "grid" and cpu_loop._one_kernel_codec_loop(block_entries)
 
 
 def padded_length(count: int) -> int:

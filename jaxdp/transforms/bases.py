@@ -25,11 +25,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from jaxdp import _checks
+from jaxdp import _validate
 
 __all__ = ["KINDS", "matrix", "forward", "inverse", "rdft", "irdft", "rdft_size", "haar_matrix"]
 
-KINDS = _checks.KINDS
+KINDS = _validate.KINDS
 _HIGHEST = jax.lax.Precision.HIGHEST
 
 
@@ -64,7 +64,7 @@ def matrix(kind: str, n: int) -> Float[np.ndarray, "n n"]:
     Raises:
       ValueError / TypeError: unknown kind or ``n < 1``.
     """
-    return _matrix64(_checks.kind(kind), _checks.size("n", n))
+    return _matrix64(_validate.kind(kind), _validate.size("n", n))
 
 
 def _apply(a_left: jax.Array, x: jax.Array, a_right: jax.Array) -> jax.Array:
@@ -98,7 +98,7 @@ def forward(x: Float[Array, "*batch n d"], kind: str) -> Float[Array, "*batch n 
     Returns:
       Coefficients of shape ``[..., n, d]`` in the dtype of ``x``.
     """
-    return _forward(_checks.block("x", x), _checks.kind(kind))
+    return _forward(_validate.block("x", x), _validate.kind(kind))
 
 
 def inverse(c: Float[Array, "*batch n d"], kind: str) -> Float[Array, "*batch n d"]:
@@ -111,7 +111,7 @@ def inverse(c: Float[Array, "*batch n d"], kind: str) -> Float[Array, "*batch n 
     Returns:
       The block of shape ``[..., n, d]`` in the dtype of ``c``.
     """
-    return _inverse(_checks.block("c", c), _checks.kind(kind))
+    return _inverse(_validate.block("c", c), _validate.kind(kind))
 
 
 def rdft_size(n: int, k):
@@ -172,7 +172,7 @@ def _haar64(n: int) -> np.ndarray:
 def haar_matrix(n: int) -> Float[np.ndarray, "n n"]:
     """The orthonormal Haar matrix of size ``n`` (a power of two), rows = basis vectors ordered from
     the coarsest (the constant ``1/√n``) to the finest scale. Read-only float64."""
-    n = _checks.size("n", n)
+    n = _validate.size("n", n)
     if n & (n - 1):
         raise ValueError(f"the Haar basis needs n to be a power of two, got n = {n}; pad the vector.")
     return _haar64(n)

@@ -16,9 +16,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdp import _checks, mechanisms
-from jaxdp.config import HVCConfig
-from jaxdp.stream import Result, _frame_epsilon, _prepare
+from jaxdp import _validate, mechanisms
+from jaxdp.hvc.config import HVCConfig
+from jaxdp.hvc.stream import Result, _frame_epsilon, _prepare
 
 __all__ = ["pln", "frame_mean", "microaggregate", "midpoint"]
 
@@ -45,7 +45,7 @@ def pln(key: jax.Array, records, config: HVCConfig, *, ids=None) -> Result:
       records: ``[N, d]``. config: an `HVCConfig` (only bounds, epsilon, target length, frame size
         are used). ids: optional subject ids, as in `anonymize`.
     """
-    _checks.key(key)
+    _validate.key(key)
     records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, ids)
     x = records[index].astype(np.float64)
     x = np.clip(np.where(np.isnan(x), 0.5 * (lo + hi), x), lo, hi)
@@ -53,7 +53,7 @@ def pln(key: jax.Array, records, config: HVCConfig, *, ids=None) -> Result:
     noise = mechanisms.check_noise(config.noise)
     if noise == "grid" and eps_frames.size:
         mechanisms.check_grid_ratio(epsilon=eps_frames.min(), sensitivity=sens)
-    kernel = mechanisms._kernel_noise(noise)
+    kernel = mechanisms.kernel_noise(noise)
     with mechanisms.precision(noise):
         dtype = jnp.zeros(()).dtype
         shape = (*key.shape, *x.shape)
@@ -89,7 +89,7 @@ def _group_release(key, x, group, eps_group, sizes, sens, config):
         dtype = jnp.zeros(()).dtype
         eps = jnp.asarray(eps_group[:, None], dtype)
         sens_g = jnp.asarray((sens / sizes)[:, None], dtype)
-        out = _noisy_means(key, jnp.asarray(means, dtype), eps, sens_g, mechanisms._kernel_noise(noise))
+        out = _noisy_means(key, jnp.asarray(means, dtype), eps, sens_g, mechanisms.kernel_noise(noise))
         return np.asarray(out, np.float64)
 
 
@@ -117,7 +117,7 @@ def frame_mean(key: jax.Array, records, config: HVCConfig, *, ids=None) -> Resul
       key: typed key; shape ``[R]`` for R repetitions. records: ``[N, d]``. config: an `HVCConfig`.
       ids: optional subject ids, as in `anonymize`.
     """
-    _checks.key(key)
+    _validate.key(key)
     records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, ids)
     x = _clamped(records, index, lo, hi)
     sizes = np.bincount(frame, minlength=eps_frames.shape[0]).astype(np.float64)
@@ -135,8 +135,8 @@ def microaggregate(key: jax.Array, records, config: HVCConfig, *, group: int = 8
     Privacy: the grouping depends only on arrival order (public), groups of a frame are disjoint
     (parallel composition), so each frame is ε_f-DP, as in `anonymize`.
     """
-    _checks.key(key)
-    group = _checks.size("group", group)
+    _validate.key(key)
+    group = _validate.size("group", group)
     records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, ids)
     x = _clamped(records, index, lo, hi)
     starts = np.r_[0, np.flatnonzero(np.diff(frame)) + 1]  # first released row of every frame

@@ -1,27 +1,4 @@
-"""w-event privacy for count streams (Kellaris et al., VLDB 2014): Uniform, Sample, BD and BA.
-
-At each timestamp i a vector c_i of d counts arrives (each user contributes to one count, so the
-count vector has L1 sensitivity 1 and its mean absolute deviation 1/d), and a release o_i goes out:
-either noisy counts or "null", meaning the last non-null release o_l stands for c_i. Every window of
-w consecutive timestamps spends at most ε (the paper's Theorem 3); each run returns its budget
-ledger so that this is checked, not assumed.
-
-* ``uniform``: ``c_i + Lap(w/ε)`` at every timestamp (ε_i = ε/w).
-* ``sample``: ``c_i + Lap(1/ε)`` when ``i mod w = 1`` (1-based), null otherwise.
-* ``bd`` (Budget Distribution, Fig. 2): dissimilarity ``dis = MAE(c_i, o_l) + Lap(2w/(εd))`` with
-  ε_{i,1} = ε/(2w); remaining budget ``ε_rm = ε/2 − Σ_{k=i−w+1}^{i−1} ε_{k,2}``; publish with
-  ``Lap(2/ε_rm)`` (ε_{i,2} = ε_rm/2) iff ``dis > 2/ε_rm``.
-* ``ba`` (Budget Absorption, Fig. 4): ε_{i,1} as BD; a publication at l that absorbed budget
-  nullifies the next ``ε_{l,2}/(ε/(2w)) − 1`` timestamps; otherwise ``ε_{i,2} = ε/(2w)·min(i − (l +
-  to_nullify), w)`` and publish with ``Lap(1/ε_{i,2})`` iff ``dis > 1/ε_{i,2}``.
-
-The whole stream is one `lax.scan` over timestamps (vmappable over keys for repetitions); `WEventStream`
-pushes one timestamp at a time with the same output. At i = 1 there is no earlier release and o_l is
-the all-zero vector (public); ``initial="publish"`` instead publishes the first timestamp (BD/BA), as
-the Java w-event benchmark does. Sec. 4.5's optimizations: ``shift=True`` (ε_{i,1} = ε/d) and
-`run_partitioned` (column groups, with a joint ledger — the paper's independent per-group instances do not
-bound the loss of a user who moves between groups).
-"""
+"""Uniform, Sample, BD and BA (Kellaris et al., VLDB 2014): `run` (one `lax.scan`) and `WEventStream`."""
 
 from __future__ import annotations
 
@@ -33,13 +10,15 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from jaxdp import _checks, exact, mechanisms
+from jaxdp import _validate, mechanisms
+from jaxdp.mechanisms import exact
 
-__all__ = [
-    "INITIAL", "METHODS", "SHIFT_AUTO_RATIO", "WEventResult", "WEventStream", "run", "run_partitioned", "PartitionedResult", "window_sums", "mae", "mre", "load_counts", "synthetic_counts",
-]  # fmt: skip
+__all__ = ['METHODS', 'INITIAL', 'WEventResult', 'run', 'SHIFT_AUTO_RATIO', 'WEventStream', 'check_counts']
+
 
 METHODS = ("uniform", "sample", "bd", "ba")
+
+
 INITIAL = ("zero", "publish")  # what stands before the first publication: o_0 = 0, or publish timestamp 1
 
 
@@ -79,6 +58,8 @@ class _State(NamedTuple):
 
 
 _SINCE_CAP = 2**30  # i − l saturates here (BA only compares it with budgets ≤ w·quanta)
+
+
 _BD_QUANTA = 2**30  # BD's window budget P is split into 2³⁰ quanta (halving rounds down: never more than P)
 
 
@@ -176,7 +157,7 @@ def _run(key, counts, force, eps, first, phase, *, method, w, shift=False, noise
 
 
 def _check_start(start, t: int) -> int:
-    start = _checks.size("start", start)
+    start = _validate.size("start", start)
     if start - 1 + t > 2**32:
         raise ValueError(f"start = {start} with {t} timestamps passes timestamp 2**32: keys are indexed by uint32.")
     return start
@@ -223,10 +204,10 @@ def run(
     Returns:
       A `WEventResult`.
     """
-    _checks.key(key)
-    _checks.option("method", method, METHODS)
-    _checks.size("w", w)
-    _checks.positive_scalar("epsilon", epsilon)
+    _validate.key(key)
+    _validate.option("method", method, METHODS)
+    _validate.size("w", w)
+    _validate.positive_scalar("epsilon", epsilon)
     noise = mechanisms.check_noise(noise)
     counts = check_counts(counts)
     t = counts.shape[0]
@@ -242,9 +223,9 @@ def run(
         force[0] = 1
     start = _check_start(start, t)
     with mechanisms.precision(noise):
-        data = jnp.asarray(counts, _checks.float_dtype())
+        data = jnp.asarray(counts, _validate.float_dtype())
         f = jnp.asarray(force, jnp.int32)
-        kw = dict(method=method, w=int(w), shift=bool(shift), noise=mechanisms._kernel_noise(noise))
+        kw = dict(method=method, w=int(w), shift=bool(shift), noise=mechanisms.kernel_noise(noise))
         args = (jnp.asarray(start - 1, jnp.uint32), jnp.asarray(_phase(start, int(w)), jnp.int32))
         if key.shape == ():
             return _run(key, data, f, float(epsilon), *args, **kw)
@@ -268,7 +249,7 @@ def _check_shift(shift, method, d, w) -> bool:
 
 
 def _check_initial(initial, method) -> str:
-    _checks.option("initial", initial, INITIAL)
+    _validate.option("initial", initial, INITIAL)
     if initial == "publish" and method not in ("bd", "ba"):
         raise ValueError(
             f"initial='publish' applies to 'bd' and 'ba'; {method!r} publishes on a fixed schedule (use initial='zero')."
@@ -293,7 +274,7 @@ def _init(d, w, phase=0, dtype=None):
     """A fresh stream: o_l = 0 (public), no publication yet (ε_{l,2} one unit, as in the paper's BA)."""
     zero = jnp.zeros((), jnp.int32)
     return _State(
-        jnp.zeros((d,), dtype or _checks.float_dtype()), zero, jnp.asarray(phase, jnp.int32), jnp.ones((), jnp.int32),
+        jnp.zeros((d,), dtype or _validate.float_dtype()), zero, jnp.asarray(phase, jnp.int32), jnp.ones((), jnp.int32),
         jnp.zeros((max(w - 1, 1),), jnp.int32),
     )  # fmt: skip
 
@@ -314,17 +295,17 @@ class WEventStream:
 
     def __init__(self, key: jax.Array, *, d: int, method: str, w: int, epsilon: float, shift: bool | str = False,
                  start: int = 1, noise: str = "float", initial: str = "zero"):
-        _checks.key(key)
-        _checks.option("method", method, METHODS)
-        self.d, self.w = _checks.size("d", d), _checks.size("w", w)
-        _checks.positive_scalar("epsilon", epsilon)
+        _validate.key(key)
+        _validate.option("method", method, METHODS)
+        self.d, self.w = _validate.size("d", d), _validate.size("w", w)
+        _validate.positive_scalar("epsilon", epsilon)
         self.noise = mechanisms.check_noise(noise)
         shift = _check_shift(shift, method, self.d, self.w)
         _check_grid(self.noise, method, self.w, float(epsilon), self.d, shift)
         self.key, self.method, self.eps, self.shift = key, method, float(epsilon), shift
         self.initial = _check_initial(initial, method)
         with mechanisms.precision(self.noise):
-            self.dtype = _checks.float_dtype()
+            self.dtype = _validate.float_dtype()
         self.start = _check_start(start, 1)
         self.state = _init(self.d, self.w, _phase(self.start, self.w), self.dtype)
         self.i = self.start - 1  # the last timestamp pushed (a Python int: exact)
@@ -343,136 +324,9 @@ class WEventStream:
             self.state, (o, e1, e2, pub, nul) = _push(
                 self.state, jnp.asarray(c, self.dtype), key, self.eps, jnp.asarray(force, jnp.int32),
                 method=self.method, w=self.w, d=self.d,
-                shift=self.shift, noise=mechanisms._kernel_noise(self.noise),
+                shift=self.shift, noise=mechanisms.kernel_noise(self.noise),
             )  # fmt: skip
         return np.asarray(o), {"eps1": float(e1), "eps2": float(e2), "published": bool(pub), "nullified": bool(nul)}
-
-
-class PartitionedResult(NamedTuple):
-    """Releases and joint ledger of `run_partitioned` (leading ``[R]`` for repetitions).
-
-    Attributes:
-      releases: ``[T, d]``. eps1: ε_{i,1} per timestamp (every group spends it; the max over groups).
-      eps2: the max over groups of ε_{g,i,2}: the privacy loss at i of a user in any group. group_eps2:
-      ``[T, G]``. published: ``[T, G]``. groups: the column → group assignment used at each timestamp
-      ``[T, d]`` (a function of earlier releases only).
-    """
-
-    releases: Float[Array, "T d"]
-    eps1: Float[Array, " T"]
-    eps2: Float[Array, " T"]
-    group_eps2: Float[Array, "T G"]
-    published: Bool[Array, "T G"]
-    groups: jax.Array
-
-
-def _group_sizes(d, g):
-    return np.asarray([d // g + (j < d % g) for j in range(g)], np.int64)
-
-
-@functools.partial(jax.jit, static_argnames=("method", "w", "g", "regroup_every", "noise"))
-def _run_partitioned(key, counts, eps, *, method, w, g, regroup_every, noise="float"):
-    t, d = counts.shape
-    dtype = counts.dtype
-    sizes = _group_sizes(d, g)
-    bounds = jnp.asarray(np.cumsum(sizes))  # rank r belongs to group #(bounds <= r)
-    sizes_j = jnp.asarray(sizes, dtype)
-    per_window = eps / 2.0
-    quanta = _quanta(method, w)  # the joint ledger counts integer quanta of P (exact)
-    quantum = per_window / quanta
-    e1 = eps / (2.0 * w)
-    group0 = jnp.asarray(np.repeat(np.arange(g), sizes))  # contiguous public start
-
-    def step(state, xs):
-        last, grp, since, units_l2, recent, acc, phase = state
-        c, k = xs
-        k_dis, k_pub = jax.random.split(k)
-        mae_g = jax.ops.segment_sum(jnp.abs(c - last), grp, num_segments=g) / sizes_j
-        dis = mechanisms.laplace_mechanism(k_dis, mae_g, epsilon=e1, sensitivity=1.0 / sizes_j, noise=noise)  # 1/d_g
-        room = quanta - jnp.sum(recent, dtype=jnp.int32)  # joint ledger: Σ over the window of the max over groups
-        since = jnp.minimum(since + 1, _SINCE_CAP)
-        if method == "bd":
-            spend = jnp.full((g,), room // 2)
-            pub = (dis > 1.0 / jnp.maximum(spend.astype(dtype) * quantum, 1e-30)) & (spend > 0)
-            nullified = jnp.zeros((g,), bool)
-        else:  # "ba", each group absorbing its own skipped budget, capped by the joint room
-            to_nullify = units_l2 - 1
-            nullified = since <= to_nullify
-            spend = jnp.minimum(jnp.minimum(since - to_nullify, w), room)
-            pub = (dis > 1.0 / jnp.maximum(spend.astype(dtype) * quantum, 1e-30)) & ~nullified & (spend > 0)
-        pub = pub & (spend.astype(dtype) * quantum >= _min_publication_budget(noise))
-        spent = jnp.where(pub, spend, 0).astype(jnp.int32)
-        eps2 = spent.astype(dtype) * quantum
-        noisy = mechanisms.laplace_mechanism(k_pub, c, epsilon=jnp.where(pub, eps2, eps)[grp], sensitivity=1.0, noise=noise)
-        out = jnp.where(pub[grp], noisy, last)
-        top = jnp.max(spent)
-        recent = jnp.concatenate([recent[1:], top[None]]) if w > 1 else recent
-        acc = acc + (out - last) ** 2  # change of the *releases*: public
-        since = jnp.where(pub, 0, since).astype(jnp.int32)
-        units_l2 = jnp.where(pub, spent, units_l2)
-        if regroup_every:
-            phase = (phase + 1) % regroup_every  # i mod P, exact
-            due = phase == 0
-            rank = jnp.argsort(jnp.argsort(acc))  # columns ordered by the RMS change of their releases
-            regrouped = jnp.sum(rank[:, None] >= bounds[None, :], axis=1)
-            grp_next = jnp.where(due, regrouped, grp)
-            acc = jnp.where(due, 0.0, acc)
-        else:
-            grp_next = grp
-        state = (out, grp_next, since, units_l2, recent, acc, phase)
-        return state, (out, jnp.asarray(e1, dtype), top.astype(dtype) * quantum, eps2, pub, grp)
-
-    zero_g = jnp.zeros((g,), jnp.int32)
-    state = (jnp.zeros((d,), dtype), group0, zero_g, jnp.ones((g,), jnp.int32), jnp.zeros((max(w - 1, 1),), jnp.int32),
-             jnp.zeros((d,), dtype), jnp.zeros((), jnp.int32))
-    keys = jax.vmap(lambda k: jax.random.fold_in(key, k))(jnp.arange(t, dtype=jnp.uint32))
-    _, out = jax.lax.scan(step, state, (counts, keys))
-    return PartitionedResult(*out)
-
-
-def run_partitioned(key: jax.Array, counts, *, method: str, w: int, epsilon: float, groups: int,
-                    regroup_every: int | None = None, noise: str = "float") -> PartitionedResult:
-    """BD or BA with column partitioning (the paper's Sec. 4.5), with a **joint** budget ledger.
-
-    Columns are split into `groups` public groups of fixed sizes (contiguous at the start; with
-    `regroup_every = P`, every P timestamps the columns are re-ranked by the RMS change of their past
-    *releases* — public data — and cut into groups of the same sizes). Each group runs its own dissimilarity
-    test (MAE over its columns, noise 2w/(ε d_g)) and publication decision, all groups vectorized in one
-    `lax.scan`.
-
-    Privacy: w-event ε-DP. The paper runs an independent BD/BA per group and argues that no raw data is
-    touched by the grouping; but a user may sit in different groups at different timestamps of one window
-    (their count moves between columns), so the window's loss is Σ_k max_g ε_{g,k}, which independent
-    per-group ledgers do not bound (a test builds a 5ε/8 > ε/2 publication window that way). jaxdp keeps
-    one ledger of the per-timestamp *maximum* over groups: BD's remaining budget and BA's absorbed budget are
-    both capped by ε/2 − Σ_{window} max_g ε_{g,k,2}, so every window spends ≤ ε/2 + ε/2.
-
-    Args:
-      key: typed PRNG key (a key array ``[R]`` runs repetitions). counts: ``[T, d]``. method: ``"bd"`` or
-      ``"ba"``. w, epsilon: as in `run`. groups: number of groups G (1 ≤ G ≤ d). regroup_every: P or None.
-      noise: as in `run`.
-
-    Returns:
-      `PartitionedResult`.
-    """
-    _checks.key(key)
-    method = _checks.option("method", method, ("bd", "ba"))
-    w = _checks.size("w", w)
-    _checks.positive_scalar("epsilon", epsilon)
-    counts = check_counts(counts)
-    g = _checks.size("groups", groups)
-    if g > counts.shape[1]:
-        raise ValueError(f"groups = {g} exceeds the number of columns d = {counts.shape[1]}.")
-    p = None if regroup_every is None else _checks.size("regroup_every", regroup_every)
-    noise = mechanisms.check_noise(noise)
-    if noise == "grid":
-        mechanisms.check_grid_ratio(epsilon=float(epsilon) / (2 * w), sensitivity=1.0 / max(_group_sizes(counts.shape[1], g)))
-    with mechanisms.precision(noise):
-        data = jnp.asarray(counts, _checks.float_dtype())
-        kw = dict(method=method, w=int(w), g=g, regroup_every=p, noise=mechanisms._kernel_noise(noise))
-        if key.shape == ():
-            return _run_partitioned(key, data, float(epsilon), **kw)
-        return jax.vmap(lambda k: _run_partitioned(k, data, float(epsilon), **kw))(key)
 
 
 def check_counts(counts) -> np.ndarray:
@@ -489,69 +343,3 @@ def check_counts(counts) -> np.ndarray:
         t, j = np.argwhere(arr < 0)[0]
         raise ValueError(f"counts must be non-negative; found {arr[t, j]:g} at timestamp {t}, column {j}.")
     return arr
-
-
-def window_sums(eps1, eps2, w: int) -> np.ndarray:
-    """Σ of ε_{k,1} + ε_{k,2} over every window [i−w+1, i] (windows cut at the stream start), ``[T]``."""
-    total = np.asarray(eps1, np.float64) + np.asarray(eps2, np.float64)
-    csum = np.concatenate([np.zeros(total.shape[:-1] + (1,)), np.cumsum(total, axis=-1)], axis=-1)
-    idx = np.arange(total.shape[-1])
-    return csum[..., idx + 1] - csum[..., np.maximum(idx + 1 - w, 0)]
-
-
-def mae(releases, counts) -> np.ndarray:
-    """Mean absolute error over timestamps and columns (paper Sec. 5)."""
-    return np.mean(np.abs(np.asarray(releases) - np.asarray(counts)), axis=(-2, -1))
-
-
-def mre(releases, counts, *, sanity: float = 1.0) -> np.ndarray:
-    """Mean relative error ``|o − c| / max(c, sanity)``.
-
-    The paper does not say how zero counts enter its MRE; jaxdp uses the common sanity bound: a
-    count below `sanity` (default 1, one user) is replaced by it in the denominator.
-    """
-    c = np.asarray(counts, np.float64)
-    return np.mean(np.abs(np.asarray(releases) - c) / np.maximum(c, sanity), axis=(-2, -1))
-
-
-def synthetic_counts(seed: int, *, timestamps: int = 1000, columns: int = 100, kind: str = "bursty") -> np.ndarray:
-    """Seeded count streams with the character of the paper's data.
-
-    ``"bursty"``: many columns of slowly varying counts (a random walk around a heavy-tailed base) with
-    occasional bursts; ``"daily"``: a periodic daily pattern (period 24) times a per-column popularity;
-    ``"sparse"``: rare events (Poisson rate 0.05 per column and timestamp: most counts are 0).
-    """
-    rng = np.random.default_rng(seed)
-    base = rng.pareto(1.5, size=columns) * 20 + 1
-    if kind == "daily":
-        phase = 2 * np.pi * np.arange(timestamps)[:, None] / 24.0
-        rate = base[None, :] * (1.2 + np.sin(phase + rng.uniform(0, 2 * np.pi, size=columns)))
-    elif kind == "sparse":
-        rate = np.full((timestamps, columns), 0.05)
-    elif kind == "bursty":
-        walk = np.exp(np.cumsum(rng.normal(0, 0.02, size=(timestamps, columns)), axis=0))
-        bursts = 1 + 4 * (rng.random((timestamps, columns)) < 0.002).cumsum(axis=0) % 2
-        rate = base[None, :] * walk * bursts
-    else:
-        raise ValueError(f"kind must be 'bursty', 'daily' or 'sparse', got {kind!r}.")
-    return rng.poisson(rate).astype(np.float64)
-
-
-def load_counts(path: str) -> np.ndarray:
-    """A user's count stream from CSV (one row per timestamp, one column per count; header optional)."""
-    with open(path) as f:
-        lines = [ln.strip() for ln in f if ln.strip()]
-    if not lines:
-        raise ValueError(f"{path} is empty.")
-    rows = [ln.split(",") for ln in lines]
-    try:
-        float(rows[0][0])
-    except ValueError:
-        rows = rows[1:]  # header
-    widths = {len(r) for r in rows}
-    if len(widths) != 1:
-        raise ValueError(f"{path}: rows have different numbers of columns {sorted(widths)} (ragged rows).")
-    try:
-        return check_counts([[float(v) for v in r] for r in rows])
-    except ValueError as err:
-        raise ValueError(f"{path}: {err}") from None

@@ -63,7 +63,7 @@ def candidates(
       modes: static tuple of mode names from `MODES`.
       base: ``[d]``, the frame-mean layer's running estimate for this block's frame (mode
         ``"frame_mean"``: every row predicted by it). It is computed from released noisy frame
-        means only (`jaxdp.stream`), so this prediction is post-processing too.
+        means only (`jaxdp.hvc.stream`), so this prediction is post-processing too.
 
     Returns:
       Array of shape ``[P, n, d]`` with P = ``len(mode_names(modes, π))``.

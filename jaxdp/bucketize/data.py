@@ -1,0 +1,56 @@
+"""Tables to test on: seeded synthetic, the bundled EIA table, a CSV loader."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ['synthetic_table', 'eia_table', 'load_table']
+
+
+# --------------------------------------------------------------------------------------- data
+def synthetic_table(seed: int, *, n: int = 10_000, m: int = 50, qi_attributes: int = 4, qi_domain: int = 20,
+                    min_freq: float = 0.0018) -> tuple[np.ndarray, np.ndarray]:
+    """A seeded categorical table with skewed SA frequencies like the paper's OCC (m = 50) / EDU (m = 14):
+    a Zipf-like profile rescaled so the rarest value has frequency ≈ `min_freq`; QI attributes weakly
+    correlated with SA. Returns ``(qi [n, d] int, sa [n] int)``."""
+    rng = np.random.default_rng(seed)
+    w = 1.0 / np.arange(1, m + 1) ** 1.1
+    w = w / w.sum()
+    w = min_freq + (1 - m * min_freq) * (w - w.min()) / (w - w.min()).sum()
+    sa = rng.choice(m, size=n, p=w / w.sum())
+    qi = (rng.integers(0, qi_domain, size=(n, qi_attributes)) + (sa[:, None] % 3) * rng.integers(0, 2, (n, 1))) % qi_domain
+    return qi.astype(np.int64), sa.astype(np.int64)
+
+
+def eia_table() -> tuple[np.ndarray, np.ndarray]:
+    """The bundled EIA records as categorical microdata: SA = STATE (51 values); QI = MONTH and the deciles
+    of RESSALES, COMSALES and INDSALES (public decile edges would be needed for a real release; these are
+    for experiments). Returns ``(qi [4092, 4] int, sa [4092] str)``."""
+    from jaxdp import datasets
+
+    e = datasets.load_eia()
+    cols = [e["MONTH"]]
+    for c in ("RESSALES", "COMSALES", "INDSALES"):
+        edges = np.quantile(e[c], np.linspace(0, 1, 11)[1:-1])
+        cols.append(np.searchsorted(edges, e[c], side="right"))
+    return np.stack(cols, axis=1).astype(np.int64), np.asarray(e["STATE"])
+
+
+def load_table(path: str, *, sensitive: str) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Read a CSV with a header; `sensitive` names the SA column. Returns (QI names, qi [N, d] str, sa [N] str)."""
+    import csv
+
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    if len(rows) < 2:
+        raise ValueError(f"{path} has no records.")
+    header = [h.strip() for h in rows[0]]
+    if sensitive not in header:
+        raise ValueError(f"sensitive column {sensitive!r} not in the header {header}.")
+    j = header.index(sensitive)
+    body = [r for r in rows[1:] if r]
+    if any(len(r) != len(header) for r in body):
+        raise ValueError(f"{path}: ragged rows (every row needs {len(header)} fields).")
+    data = np.asarray(body, dtype=str)
+    names = [h for k, h in enumerate(header) if k != j]
+    return names, np.delete(data, j, axis=1), data[:, j]

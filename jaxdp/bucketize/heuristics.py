@@ -1,0 +1,263 @@
+"""TwoSize (Algorithm 1), MultiSize (Algorithm 2) and Anatomy."""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from jaxdp import _validate
+from jaxdp.bucketize.validity import (
+    _TOL,
+    _floor,
+    check_fprime,
+    record_partition,
+    round_robin,
+    valid_two_size,
+    value_counts,
+)
+
+__all__ = ['Bucketing', 'two_size_bucketing', 'multi_size_bucketing', 'two_size', 'anatomy', 'assign_records']
+
+
+class Bucketing(NamedTuple):
+    """A bucketization: `bucket[r]` is the bucket id of record r; `setting` lists (size, count) pairs."""
+
+    bucket: np.ndarray
+    setting: tuple
+
+
+def assign_records(values_idx, classes):
+    """Assign records to buckets: `classes` is a list of (S, b, per-value counts n) that partition the
+    records; within each class RRA. Returns bucket ids per record."""
+    values_idx = np.asarray(values_idx)
+    bucket = np.empty(values_idx.size, np.int64)
+    taken = np.zeros(values_idx.max() + 1, np.int64)
+    order = np.argsort(values_idx, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(np.bincount(values_idx, minlength=taken.size))])
+    offset = 0
+    for s, b, n in classes:
+        members = np.concatenate([order[starts[i] + taken[i] : starts[i] + taken[i] + n[i]] for i in range(taken.size)])
+        taken += n
+        bucket[members] = offset + round_robin(values_idx[members], b)
+        offset += b
+    return bucket
+
+
+# --------------------------------------------------------------------------------------- two-size search
+def _gamma(total, s1, s2):
+    """Lemma 5.21: (b1⁰, b2⁰, Δ1, Δ2, k) of Γ(S1, S2), or None if S1 b1 + S2 b2 = |T| has no solution."""
+    g = math.gcd(s1, s2)
+    if total % g:
+        return None
+    lcm = s1 * s2 // g
+    d1, d2 = lcm // s1, lcm // s2
+    # smallest b2 ≥ 0 with (total − S2 b2) divisible by S1 and ≥ 0
+    for b2 in range(0, d2):
+        if (total - s2 * b2) % s1 == 0:
+            break
+    else:
+        return None
+    if total - s2 * b2 < 0:
+        return None
+    b1 = (total - s2 * b2) // s1
+    return b1, b2, d1, d2, b1 // d1
+
+
+def _first_true(pred, lo, hi):
+    """Smallest j in [lo, hi] with pred(j) true for a predicate that is monotone (F…F T…T) in j; hi + 1 if
+    none. Vectorized: lo, hi and pred's result are arrays over values."""
+    lo = np.asarray(lo, np.int64).copy()
+    hi = np.asarray(hi, np.int64) + 1
+    while np.any(lo < hi):
+        mid = (lo + hi) // 2
+        ok = pred(np.minimum(mid, hi - 1)) & (lo < hi)
+        hi = np.where(ok, mid, hi)
+        lo = np.where(~ok & (lo < hi), mid + 1, lo)
+    return lo
+
+
+def _first_valid(o, fp, s1, s2, gam, kprime):
+    """Theorem 5.30: the first valid pair of Γ′ by binary searches (FC(S1) monotone, FC(S2) anti-monotone,
+    PC(x_i) valid on a prefix ∪ a suffix whose ends are found by binary search). Returns j or None."""
+    b10, b20, d1, d2, _ = gam
+    c1 = _floor(fp * s1)
+    c2 = _floor(fp * s2)
+    m = o.size
+
+    def b1(j):
+        return b10 - j * d1
+
+    def b2(j):
+        return b20 + j * d2
+
+    zero, top = np.zeros(1, np.int64), np.full(1, kprime, np.int64)
+    fc1 = _first_true(lambda j: np.minimum(c1 * b1(j[0]), o).sum(keepdims=True) >= s1 * b1(j), zero, top)[0]
+    # FC(S2) anti-monotone: last j where it holds = first j where it fails − 1
+    fc2_fail = _first_true(lambda j: np.minimum(c2 * b2(j[0]), o).sum(keepdims=True) < s2 * b2(j), zero, top)[0]
+    lo, hi = fc1, fc2_fail - 1
+    if lo > hi:
+        return None
+    zeros, tops = np.zeros(m, np.int64), np.full(m, kprime, np.int64)
+    a_end = _first_true(lambda j: c1 * b1(j) < o, zeros, tops)  # c1 b1 ≥ o holds on [0, a_end)
+    b_start = _first_true(lambda j: c2 * b2(j) >= o, zeros, tops)  # c2 b2 ≥ o holds on [b_start, k′]
+    eq15 = lambda j: c1 * b1(j) + c2 * b2(j) >= o  # noqa: E731
+    mono = c2 * d2 >= c1 * d1  # Eq. (16): PC monotone in the middle part
+    mid_hi = np.maximum(b_start - 1, a_end - 1)
+    first_hold = _first_true(eq15, a_end, mid_hi)  # used where monotone
+    first_fail = _first_true(lambda j: ~eq15(j), a_end, mid_hi)  # used where anti-monotone
+    # forbidden interval per value: [f_lo, f_hi) (empty when f_lo >= f_hi)
+    f_lo = np.where(mono, a_end, first_fail)
+    f_hi = np.where(mono, np.minimum(first_hold, b_start), b_start)
+    j = lo
+    for _ in range(m + 1):
+        bad = (f_lo <= j) & (j < f_hi)
+        if not bad.any():
+            return int(j) if j <= hi else None
+        j = int(f_hi[bad].max())
+        if j > hi:
+            return None
+    return None
+
+
+def two_size_bucketing(o, fp, *, m_min: int | None = None, m_max: int = 50) -> tuple | None:
+    """TwoSizeBucketing (the paper's Algorithm 1): the optimal valid ⟨(S1, b1), (S2, b2)⟩ with
+    M ≤ S1 < S2 ≤ M′ (b1 or b2 may be 0, so one-size settings are included), or None if none exists.
+
+    Loss-based pruning (Lemma 5.25) cuts Γ(S1, S2) to the prefix that can beat the best loss so far;
+    privacy-based pruning finds the first valid pair of that prefix by binary searches (Theorem 5.30).
+
+    Args:
+      o: counts o_i ``[m]``. fp: f′_i ``[m]``. m_min: M (default min_i ⌈1/f′_i⌉). m_max: M′.
+
+    Returns:
+      ``((S1, b1), (S2, b2), loss)`` or None.
+    """
+    o = np.asarray(o, np.int64)
+    fp = np.asarray(fp, np.float64)
+    check_fprime(o, fp)
+    total = int(o.sum())
+    m_min = int(np.min(np.ceil(1.0 / fp - _TOL))) if m_min is None else int(m_min)
+    m_min = max(m_min, 1)
+    if m_max <= m_min:
+        raise ValueError(f"need M′ > M, got M = {m_min}, M′ = {m_max}.")
+    best, best_loss = None, math.inf
+    for s1 in range(m_min, m_max):
+        for s2 in range(s1 + 1, m_max + 1):
+            gam = _gamma(total, s1, s2)
+            if gam is None:
+                continue
+            b10, b20, d1, d2, k = gam
+            loss0 = b10 * (s1 - 1) ** 2 + b20 * (s2 - 1) ** 2
+            if loss0 >= best_loss:
+                continue
+            step = d2 * (s2 - 1) ** 2 - d1 * (s1 - 1) ** 2  # > 0 (Lemma 5.24)
+            kstar = k if best_loss == math.inf else max(0, math.floor((best_loss - loss0 - 1e-9) / step))
+            j = _first_valid(o, fp, s1, s2, gam, min(k, kstar))
+            if j is None:
+                continue
+            b1, b2 = b10 - j * d1, b20 + j * d2
+            lo = b1 * (s1 - 1) ** 2 + b2 * (s2 - 1) ** 2
+            if lo < best_loss:
+                best, best_loss = ((s1, int(b1)), (s2, int(b2))), lo
+    return None if best is None else (*best, int(best_loss))
+
+
+# --------------------------------------------------------------------------------------- full bucketizations
+def _setting_loss(setting):
+    return sum(b * (s - 1) ** 2 for s, b in setting)
+
+
+def _two_size_classes(o, fp, result):
+    (s1, b1), (s2, b2), _ = result
+    n1, n2 = record_partition(o, fp, s1, b1, s2, b2)
+    return [(s1, b1, n1), (s2, b2, n2)]
+
+
+def multi_size_bucketing(sa, fp_of_value, *, m_min: int | None = None, m_max: int = 50) -> Bucketing:
+    """MultiSizeBucketing (the paper's Algorithm 2): start from one bucket holding all records; apply
+    TwoSizeBucketing and recurse on both record sets while the loss decreases.
+
+    Args:
+      sa: SA value of each record ``[N]`` (any hashable values). fp_of_value: dict value → f′.
+      m_min, m_max: M and M′.
+
+    Returns:
+      `Bucketing` with every record in exactly one bucket.
+    """
+    values, o = value_counts(sa)
+    fp = np.asarray([fp_of_value[v] for v in values], np.float64)
+    check_fprime(o, fp, values)
+    idx = np.searchsorted(values, np.asarray(sa))
+    m_min = int(np.min(np.ceil(1.0 / fp - _TOL))) if m_min is None else m_min
+
+    def rec(n, s, b):  # n: per-value counts of this record set, b buckets of size s
+        res = two_size_bucketing(n, fp, m_min=m_min, m_max=m_max) if n.sum() > 1 else None
+        if res is None or res[2] >= b * (s - 1) ** 2:
+            return [(s, b, n)]
+        out = []
+        for s_j, b_j, n_j in _two_size_classes(n, fp, res):
+            if b_j > 0:
+                out += rec(n_j, s_j, b_j) if (s_j, b_j) != (s, b) else [(s_j, b_j, n_j)]
+        return out
+
+    classes = rec(o, int(o.sum()), 1)
+    merged: dict[int, int] = {}
+    for s, b, _ in classes:
+        merged[s] = merged.get(s, 0) + b
+    return Bucketing(assign_records(idx, classes), tuple(sorted(merged.items())))
+
+
+def two_size(sa, fp_of_value, *, m_min: int | None = None, m_max: int = 50) -> Bucketing:
+    """The records assigned to the optimal two-size setting (TwoSizeBucketing + record partition + RRA)."""
+    values, o = value_counts(sa)
+    fp = np.asarray([fp_of_value[v] for v in values], np.float64)
+    check_fprime(o, fp, values)
+    res = two_size_bucketing(o, fp, m_min=m_min, m_max=m_max)
+    if res is None:
+        raise ValueError(f"no valid two-size setting with bucket sizes in [M, M′ = {m_max}]; raise M′.")
+    idx = np.searchsorted(values, np.asarray(sa))
+    classes = [c for c in _two_size_classes(o, fp, res) if c[1] > 0]
+    return Bucketing(assign_records(idx, classes), tuple((s, b) for s, b, _ in classes))
+
+
+def anatomy(sa, *, ell: int) -> Bucketing:
+    """Anatomy-style ℓ-diversity (Xiao & Tao): buckets of ℓ distinct values (size ℓ), leftover records
+    added to buckets that do not yet hold their value (size ℓ + 1).
+
+    Raises `ValueError` when the eligibility condition ``max_i f_i ≤ 1/ℓ`` fails (reported, no record is
+    dropped). Every bucket then has each SA value at most once.
+    """
+    values, o = value_counts(sa)
+    ell = _validate.size("ell", ell)
+    n = int(o.sum())
+    if o.max() * ell > n:
+        i = int(np.argmax(o))
+        raise ValueError(f"not eligible for {ell}-diversity: value {values[i]!r} has frequency {o[i] / n:.4g} > 1/ℓ = "
+                         f"{1 / ell:.4g}; use F′-privacy bucketing (multi_size_bucketing) instead.")
+    idx = np.searchsorted(values, np.asarray(sa))
+    pools = [list(np.flatnonzero(idx == i)) for i in range(values.size)]
+    remaining = o.copy()
+    bucket = np.full(n, -1, np.int64)
+    members = []
+    while np.count_nonzero(remaining) >= ell:
+        top = np.argsort(-remaining, kind="stable")[:ell]
+        g = len(members)
+        recs = []
+        for i in top:
+            r = pools[i].pop()
+            bucket[r] = g
+            recs.append(r)
+            remaining[i] -= 1
+        members.append(set(idx[recs].tolist()))
+    for i in np.flatnonzero(remaining):
+        for r in pools[i]:
+            g = next((g for g in range(len(members)) if i not in members[g] and np.sum(bucket == g) == ell), None)
+            if g is None:
+                raise RuntimeError("Anatomy could not place a residual record; please report this input.")
+            bucket[r] = g
+            members[g].add(int(i))
+    sizes = np.bincount(bucket)
+    setting = tuple(sorted((int(s), int(c)) for s, c in zip(*np.unique(sizes, return_counts=True))))
+    return Bucketing(bucket, setting)

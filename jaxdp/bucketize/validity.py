@@ -1,0 +1,149 @@
+"""Per-value counts, f′ thresholds and the validity conditions (Lemma 4.13, Theorem 4.17, max-flow)."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.optimize
+import scipy.sparse
+import scipy.sparse.csgraph
+
+__all__ = ['value_counts', 'fprime_linear', 'check_fprime', 'valid_one_size', 'valid_two_size', 'assignment_exists', 'round_robin', 'record_partition', 'is_fprime_private']
+
+
+_TOL = 1e-9
+
+
+def _floor(x):
+    return np.floor(np.asarray(x, np.float64) + _TOL).astype(np.int64)
+
+
+# --------------------------------------------------------------------------------------- specification
+def value_counts(sa) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct SA values, o_i) of a column, values sorted."""
+    sa = np.asarray(sa)
+    if sa.size == 0:
+        raise ValueError("the table is empty: nothing to bucketize.")
+    values, counts = np.unique(sa, return_counts=True)
+    return values, counts.astype(np.int64)
+
+
+def fprime_linear(freq, *, theta: float, b: float = 0.02) -> np.ndarray:
+    """The paper's specification ``f′_i = min{1, θ·f_i + b}`` (Section 7: b = 0.02, θ ∈ {2 … 32})."""
+    return np.minimum(1.0, theta * np.asarray(freq, np.float64) + b)
+
+
+def check_fprime(o, fp, values=None) -> None:
+    """Raise if no F′-private bucketization exists (Lemma 3.7: needs f′_i ≥ f_i), naming the value."""
+    o = np.asarray(o, np.int64)
+    fp = np.asarray(fp, np.float64)
+    if o.shape != fp.shape or o.ndim != 1:
+        raise ValueError(f"counts and f′ must be 1-D of equal length, got {o.shape} and {fp.shape}.")
+    if np.any(~np.isfinite(fp)) or np.any(fp <= 0) or np.any(fp > 1):
+        raise ValueError("every f′_i must lie in (0, 1].")
+    f = o / o.sum()
+    bad = np.flatnonzero(fp < f - _TOL)
+    if bad.size:
+        i = int(bad[0])
+        name = values[i] if values is not None else i
+        raise ValueError(f"no F′-private bucketization exists: value {name!r} has frequency {f[i]:.4g} > f′ = {fp[i]:.4g} "
+                         "(Lemma 3.7); raise its f′ or merge values.")
+
+
+def valid_one_size(o, fp, s: int, b: int) -> bool:
+    """Lemma 4.13: b buckets of size S are valid iff |T| = S·b and o_i ≤ ⌊f′_i S⌋·b for every i."""
+    o = np.asarray(o, np.int64)
+    return bool(o.sum() == s * b and np.all(o <= _floor(np.asarray(fp) * s) * b))
+
+
+def valid_two_size(o, fp, s1, b1, s2, b2) -> np.ndarray:
+    """Theorem 4.17 (PC, FC and CC) for arrays of settings ``⟨(S1, b1), (S2, b2)⟩`` broadcast together.
+
+    Returns a boolean array of the broadcast shape. O(m) per setting, vectorized.
+    """
+    o = np.asarray(o, np.int64)
+    fp = np.asarray(fp, np.float64)
+    s1, b1, s2, b2 = (np.asarray(v, np.int64)[..., None] for v in (s1, b1, s2, b2))
+    a1 = np.minimum(_floor(fp * s1) * b1, o)
+    a2 = np.minimum(_floor(fp * s2) * b2, o)
+    pc = np.all(a1 + a2 >= o, axis=-1)
+    fc = (a1.sum(-1) >= (s1 * b1)[..., 0]) & (a2.sum(-1) >= (s2 * b2)[..., 0])
+    cc = o.sum() == (s1 * b1 + s2 * b2)[..., 0]
+    return pc & fc & cc
+
+
+def assignment_exists(o, caps, sizes) -> bool:
+    """Exact validity of a multi-size setting from per-class capacities.
+
+    `caps[i, j]`: how many records of value i class j may hold (e.g. a_ij = min(⌊f′_i S_j⌋ b_j, o_i));
+    `sizes[j]` = s(B_j). By Lemma 4.13/4.15 a valid assignment exists iff the max flow source → values
+    (o_i) → classes (caps) → sink (s(B_j)) equals |T| = Σ s(B_j).
+    """
+    o = np.asarray(o, np.int64)
+    caps = np.asarray(caps, np.int64)
+    sizes = np.asarray(sizes, np.int64)
+    m, q = caps.shape
+    if o.sum() != sizes.sum():
+        return False
+    n = m + q + 2
+    src, snk = m + q, m + q + 1
+    rows, cols, w = [], [], []
+    for i in range(m):
+        rows.append(src), cols.append(i), w.append(int(o[i]))
+        for j in range(q):
+            rows.append(i), cols.append(m + j), w.append(int(caps[i, j]))
+    for j in range(q):
+        rows.append(m + j), cols.append(snk), w.append(int(sizes[j]))
+    g = scipy.sparse.csr_matrix((np.asarray(w, np.int32), (rows, cols)), shape=(n, n))
+    return int(scipy.sparse.csgraph.maximum_flow(g, src, snk).flow_value) == int(o.sum())
+
+
+# --------------------------------------------------------------------------------------- assignment
+def round_robin(record_values, b: int) -> np.ndarray:
+    """RRA (Section 4.1): the t-th record of x_i goes to bucket (o_1 + … + o_{i−1} + t) mod b.
+
+    Args: record_values: SA value index of each record ``[N]``; b: number of buckets.
+    Returns: bucket index per record ``[N]``.
+    """
+    v = np.asarray(record_values)
+    order = np.argsort(v, kind="stable")
+    out = np.empty(v.size, np.int64)
+    out[order] = np.arange(v.size) % b
+    return out
+
+
+def record_partition(o, fp, s1, b1, s2, b2) -> tuple[np.ndarray, np.ndarray]:
+    """Section 4.3: per-value counts (n1, n2) with n1 + n2 = o, n1 valid for B1 and n2 for B2.
+
+    Start with a_i1 records of each value in T1, then move records to T2 one value at a time in round
+    robin over the values that still have room (below a_i2), until |T2| = s(B2). Raises if the setting
+    is not valid (Theorem 4.17).
+    """
+    o = np.asarray(o, np.int64)
+    if not valid_two_size(o, fp, s1, b1, s2, b2):
+        raise ValueError(f"⟨({s1},{b1}),({s2},{b2})⟩ is not a valid setting for these counts (Theorem 4.17).")
+    a1 = np.minimum(_floor(np.asarray(fp) * s1) * b1, o)
+    a2 = np.minimum(_floor(np.asarray(fp) * s2) * b2, o)
+    n1 = a1.copy()
+    n2 = o - n1
+    need = s2 * b2 - n2.sum()
+    while need > 0:
+        room = np.flatnonzero((n2 < a2) & (n1 > 0))
+        for i in room:
+            if need == 0:
+                break
+            n1[i] -= 1
+            n2[i] += 1
+            need -= 1
+    return n1, n2
+
+
+def is_fprime_private(sa, bucket, fp_of_value) -> bool:
+    """Independent check of Definition 3.6: in every bucket, every value's frequency ≤ f′ (+1e-12)."""
+    sa = np.asarray(sa)
+    bucket = np.asarray(bucket)
+    for g in np.unique(bucket):
+        vals, cnt = np.unique(sa[bucket == g], return_counts=True)
+        size = cnt.sum()
+        if any(c / size > fp_of_value[v] + 1e-12 for v, c in zip(vals, cnt)):
+            return False
+    return True

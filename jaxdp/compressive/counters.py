@@ -1,0 +1,231 @@
+"""Binary-tree continual counters (Dwork et al.) and CMCO (Algorithm 2)."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from jaxdp import _validate, mechanisms
+from jaxdp.compressive.mechanism import (
+    _basis_key,
+    _check_vector,
+    _HashableMatrix,
+    projection,
+)
+from jaxdp.compressive.recovery import _recover, psi_ops
+
+__all__ = ['tree_counter', 'TreeCounter', 'continual_identity', 'cmco']
+
+
+# --------------------------------------------------------------------------------------- continual counting
+def _tree_levels(t_max: int) -> int:
+    return max(0, (t_max - 1).bit_length())
+
+
+def tree_counter(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: float = 1.0,
+                 horizon: int | None = None, noise: str = "float") -> Float[Array, "T *k"]:
+    """Dwork et al.'s binary-tree continual counter (the paper's Appendix E).
+
+    Time is cut into dyadic segments at L + 1 levels (L = ⌈log₂ horizon⌉). Each segment has a register
+    that starts at ``Lap((L + 1)·Δ/ε)`` when the segment opens and receives every input inside it; the
+    output at t is the sum of the closed registers that tile [1, t] (one per set bit of t). Each input
+    enters L + 1 registers, so the outputs are ε-DP. Error at t: ``popcount(t)`` Laplace terms, i.e.
+    O(log^1.5 T / ε).
+
+    **Not pan-private**: a register keeps its opening noise and is released unchanged when it closes,
+    so the state (`TreeCounter.state`) read at one time and the outputs seen later reveal exact sums of
+    the inputs in between. Keep the state as secret as the raw data.
+
+    Args:
+      key: typed PRNG key. stream: inputs ``[T]`` or vectors ``[T, k]`` (k counters sharing the tree;
+        `l1_sensitivity` bounds the L1 change of *all* of one time's inputs together). epsilon: ε > 0.
+      horizon: the public maximum length (default T).
+      noise: ``"float"`` or ``"float64"``. ``"grid"`` is refused: registers accumulate float inputs,
+        which an exact grid release would need in integers (not implemented).
+
+    Returns:
+      Noisy prefix sums of shape ``[T]`` or ``[T, k]``.
+    """
+    _validate.key(key)
+    _validate.positive_scalar("epsilon", epsilon)
+    _validate.positive_scalar("l1_sensitivity", l1_sensitivity)
+    noise = _tree_noise(noise)
+    with mechanisms.precision(noise):
+        return _tree_counter(key, stream, epsilon, l1_sensitivity, horizon)
+
+
+def _tree_noise(noise):
+    noise = mechanisms.check_noise(noise)
+    if noise == "grid":
+        raise ValueError('the tree counter has no exact (noise="grid") version: its registers sum float inputs; '
+                         'use noise="float" or "float64".')
+    return noise
+
+
+def _tree_counter(key, stream, epsilon, l1_sensitivity, horizon):
+    x = np.asarray(stream, dtype=np.float64)
+    if x.ndim not in (1, 2) or x.shape[0] == 0:
+        raise ValueError(f"stream must have shape [T] or [T, k] with T >= 1, got {x.shape}.")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("stream contains NaN or inf.")
+    horizon = x.shape[0] if horizon is None else _validate.size("horizon", horizon)
+    if horizon < x.shape[0]:
+        raise ValueError(f"horizon {horizon} is shorter than the stream ({x.shape[0]}).")
+    xs = jnp.asarray(x if x.ndim == 2 else x[:, None], _validate.float_dtype())
+    keys = jax.random.split(key, horizon)[: x.shape[0]]
+    out = _tree_jit(keys, xs, _register_budget(epsilon, l1_sensitivity, horizon, xs.dtype), _tree_levels(horizon))
+    return out if x.ndim == 2 else out[:, 0]
+
+
+def _register_budget(epsilon, sensitivity, horizon, dtype):
+    """(ε per register, Δ): every input enters L + 1 registers, so each register gets ε/(L + 1)."""
+    return jnp.asarray([epsilon / (_tree_levels(horizon) + 1), sensitivity], dtype)
+
+
+def _tree_step(levels, budget, carry, inp):
+    """One time step. Registers ``[L+1, k]``: level i holds the open segment of length 2^i (initialised
+    with noise when it opens); closed ones are frozen in `closed` until the output no longer needs them."""
+    regs, closed = carry
+    t, x, kt = inp  # t is 1-based
+    lv = jnp.arange(levels + 1)
+    opening = ((t - 1) % (2**lv)) == 0  # the segment of level i starts at t
+    fresh = mechanisms.laplace_noise(kt, regs.shape, epsilon=budget[0], sensitivity=budget[1], dtype=regs.dtype)
+    regs = jnp.where(opening[:, None], fresh, regs) + x[None, :]
+    ending = (t % (2**lv)) == 0  # the segment of level i ends at t: freeze it
+    closed = jnp.where(ending[:, None], regs, closed)
+    bits = ((t >> lv) & 1) == 1  # the tiling of [1, t] uses level i iff bit i of t is set
+    out = jnp.sum(jnp.where(bits[:, None], closed, 0.0), axis=0)
+    return (regs, closed), out
+
+
+def _tree_scan(keys, xs, budget, levels):
+    t_len, k = xs.shape
+    init = (jnp.zeros((levels + 1, k), xs.dtype), jnp.zeros((levels + 1, k), xs.dtype))
+    _, out = jax.lax.scan(functools.partial(_tree_step, levels, budget), init, (jnp.arange(1, t_len + 1), xs, keys))
+    return out
+
+
+_tree_jit = jax.jit(_tree_scan, static_argnums=(3,))
+
+
+_tree_push = jax.jit(_tree_step, static_argnums=(0,))
+
+
+class TreeCounter:
+    """Streaming binary-tree counter: ``push(x) → noisy Σ_{j ≤ t} x_j``, identical to `tree_counter` for the
+    same key and horizon. The state is the noisy registers (`state`); raw inputs are never stored, but
+    the state is **not** safe to reveal: read once and combined with later outputs it gives exact input
+    sums (the counter is not pan-private, see `tree_counter`).
+
+    Args: key: typed PRNG key. epsilon: ε > 0. horizon: the public maximum number of pushes. k: width of
+    each input. l1_sensitivity: bound on the L1 change of one input. noise: ``"float"`` or ``"float64"``.
+    """
+
+    def __init__(self, key: jax.Array, *, epsilon: float, horizon: int, k: int = 1, l1_sensitivity: float = 1.0,
+                 noise: str = "float"):
+        _validate.key(key)
+        self._noise = _tree_noise(noise)
+        _validate.positive_scalar("epsilon", epsilon)
+        _validate.positive_scalar("l1_sensitivity", l1_sensitivity)
+        self._horizon = _validate.size("horizon", horizon)
+        self._k = _validate.size("k", k)
+        self._levels = _tree_levels(self._horizon)
+        with mechanisms.precision(self._noise):
+            dtype = _validate.float_dtype()
+        self._keys = jax.random.split(key, self._horizon)
+        self._scale = _register_budget(epsilon, l1_sensitivity, self._horizon, dtype)
+        zeros = jnp.zeros((self._levels + 1, self._k), dtype)
+        self._carry = (zeros, zeros)
+        self._t = 0
+
+    @property
+    def state(self):
+        """The noisy registers (open and closed), ``([L+1, k], [L+1, k])``: secret (see the class notes)."""
+        return self._carry
+
+    def push(self, x) -> jax.Array:
+        if self._t >= self._horizon:
+            raise ValueError(f"the counter's horizon of {self._horizon} steps is used up (its budget covers no more).")
+        v = np.asarray(x, np.float64).reshape(-1)
+        if v.size != self._k or not np.all(np.isfinite(v)):
+            raise ValueError(f"push takes {self._k} finite value(s), got {np.asarray(x).shape}.")
+        with mechanisms.precision(self._noise):
+            self._carry, out = _tree_push(self._levels, self._scale, self._carry,
+                                          (jnp.asarray(self._t + 1), jnp.asarray(v, self._scale.dtype), self._keys[self._t]))
+        self._t += 1
+        return out if self._k > 1 else out[0]
+
+
+def continual_identity(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: float = 1.0,
+                       noise: str = "float") -> Float[Array, " T"]:
+    """The baseline of the paper's Section 6.3: D*_t[i] = Σ*_i − Σ*_{i−1} from one tree counter (ε-DP)."""
+    sums = tree_counter(key, stream, epsilon=epsilon, l1_sensitivity=l1_sensitivity, noise=noise)
+    return jnp.diff(sums, prepend=jnp.zeros((1,), sums.dtype))
+
+
+def cmco(key: jax.Array, stream, *, epsilon: float, k: int, sparsity: int, times, basis="haar",
+         l1_sensitivity: float = 1.0, iterations: int = 100, refit: int = 30, noise: str = "float") -> list[jax.Array]:
+    """CMCO (the paper's Algorithm 2) with jointly calibrated counters.
+
+    At each t a public column Φ_t ∈ {±1/√k}^k (from `key`) turns D[t] into u_t = Φ_t·D[t]; k tree counters
+    (one shared tree, noise calibrated to the joint L1 sensitivity √k·Δ of u_t) give v*_t ≈ Σ_{j≤t} u_j =
+    Φ_{1..t} D_t; at each requested time t the vector D_t ∈ R^t is recovered at sparsity S in the
+    t-point basis (Haar needs t a power of two).
+
+    Privacy: ε-DP for streams at L1 distance ≤ Δ (its outputs; the counters are not pan-private, see
+    `tree_counter`); the paper's per-counter calibration would spend k·ε (see the module notes).
+
+    Args:
+      key: typed PRNG key, or a key array ``[R]`` for R repetitions as one vmapped program. stream: D ``[T]``.
+      epsilon: ε > 0. k: number of counters (public). sparsity: S used by the recovery (public).
+      times: the 1-based times t at which to reconstruct.
+      noise: ``"float"`` or ``"float64"`` (as `tree_counter`).
+
+    Returns:
+      A list of D*_t arrays, shape ``[t]`` each (``[R, t]`` with a key array), in the order of `times`.
+    """
+    _validate.key(key)
+    _validate.positive_scalar("epsilon", epsilon)
+    _validate.positive_scalar("l1_sensitivity", l1_sensitivity)
+    noise = _tree_noise(noise)
+    with mechanisms.precision(noise):
+        return _cmco(key, stream, epsilon, k, sparsity, times, basis, l1_sensitivity, iterations, refit)
+
+
+def _cmco(key, stream, epsilon, k, sparsity, times, basis, l1_sensitivity, iterations, refit):
+    v = _check_vector(stream, "stream")
+    big_t = v.size
+    k = _validate.size("k", k)
+    sparsity = _validate.size("sparsity", sparsity)
+    times = tuple(int(t) for t in times)
+    if not times or any(t < 1 or t > big_t for t in times):
+        raise ValueError(f"times must be a non-empty list of values in [1, T = {big_t}].")
+    if isinstance(basis, str):
+        for t in times:
+            psi_ops(basis, t, np.float32)  # validates (Haar needs powers of two)
+    scale = _register_budget(epsilon, math.sqrt(k) * l1_sensitivity, big_t, np.float32)  # joint L1 sensitivity √k·Δ
+    dj = jnp.asarray(v, _validate.float_dtype())
+    args = (jnp.asarray(scale, dj.dtype), k, times, _basis_key(basis), sparsity, iterations, refit)  # (ε_reg, Δ)
+    if key.shape == ():
+        return list(_cmco_jit(key, dj, *args))
+    return list(jax.vmap(lambda kk: _cmco_jit(kk, dj, *args))(key))
+
+
+@functools.partial(jax.jit, static_argnums=(3, 4, 5, 6, 7, 8))
+def _cmco_jit(key, v, scale, k, times, basis, sparsity, iterations, refit):
+    basis = basis.m if isinstance(basis, _HashableMatrix) else basis
+    big_t = v.shape[0]
+    k_phi, k_tree = jax.random.split(key)
+    phi = projection(k_phi, k, big_t, v.dtype)  # column t is Φ_t (public)
+    u = (phi * v[None, :]).T  # [T, k]: u_t = Φ_t D[t]
+    sums = _tree_scan(jax.random.split(k_tree, big_t), u, scale, _tree_levels(big_t))
+    out = []
+    for t in times:
+        psi_x, psi_t = psi_ops(basis, t, v.dtype)
+        out.append(_recover(phi[:, :t], sums[t - 1], min(sparsity, t), psi_x, psi_t, iterations, refit))
+    return tuple(out)

@@ -1,0 +1,293 @@
+"""The compressive mechanism (Algorithm 1): projection, noise, sparsity choice, and the Laplace baseline."""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from jaxdp import _validate, mechanisms
+from jaxdp.compressive.recovery import _recover, min_c5, psi_ops
+
+__all__ = ['CompressiveConfig', 'sparsity_scores', 'max_sparsity', 'measurements', 'projection', 'CompressiveResult', 'compressive', 'laplace_identity', 'compressive_many']
+
+
+class CompressiveConfig(NamedTuple):
+    """Public settings of the compressive mechanism.
+
+    Attributes:
+      basis: ``"haar"`` (n a power of two), ``"dct"``, or an orthonormal ``[n, n]`` matrix Ψ whose
+        columns are the basis vectors (checked: ``ΨᵀΨ = I`` to 1e-6).
+      c2: C₂ of Lemma 1 / Eq. (1) (default 1: the paper gives no value; it weighs the approximation term).
+      c4: C₄ of Eq. (1) (default 1: weight of the noise term ``S·log(n/S)/ε``).
+      c5: C₅ (sensitivity of u is C₅/√S); None → `min_c5` (the exact bound). Smaller values are rejected.
+      c_k: measurements per ``S·log(n/S)`` (k = ⌈c_k·S·log(n/S)⌉, default 4).
+      select_fraction: share of ε for the exponential choice of S (default 0.1, the paper's Sec. 7.1.1).
+      iterations: NIHT iterations (default 100); refit: CG steps of the final least squares (default 30).
+      l1_sensitivity: Δ, the L1 distance of neighbouring vectors (default 1).
+    """
+
+    basis: object = "haar"
+    c2: float = 1.0
+    c4: float = 1.0
+    c5: float | None = None
+    c_k: float = 4.0
+    select_fraction: float = 0.1
+    iterations: int = 100
+    refit: int = 30
+    l1_sensitivity: float = 1.0
+
+
+def _check_config(config: CompressiveConfig, n: int) -> float:
+    """Validate the public settings eagerly; return the C₅ to use."""
+    for name in ("c2", "c4", "c_k", "l1_sensitivity"):
+        _validate.positive_scalar(name, getattr(config, name))
+    if not 0 < config.select_fraction < 1:
+        raise ValueError(f"select_fraction must lie in (0, 1), got {config.select_fraction}.")
+    _validate.size("iterations", config.iterations)
+    _validate.size("refit", config.refit)
+    return _c5(config, n)
+
+
+def _c5(config: CompressiveConfig, n: int) -> float:
+    need = min_c5(config.basis, n, c2=config.c2)
+    if config.c5 is None:
+        return need
+    if config.c5 < need * (1 - 1e-9):
+        raise ValueError(
+            f"c5 = {config.c5} is below the true sensitivity constant {need:.4g} of u(D, S) for this basis "
+            "(C₂·max_j ‖Ψᵀe_j‖₁); with it the choice of S would not be DP. Use c5=None."
+        )
+    return float(config.c5)
+
+
+# --------------------------------------------------------------------------------------- S selection
+def sparsity_scores(x: Float[Array, " n"], *, epsilon_noise, c2, c4) -> Float[Array, " n"]:
+    """u(D, S) of Eq. (1) for S = 1 … n: ``C₂‖x − x_S‖₁/√S + C₄·S·log(n/S)/ε_noise`` (index S−1)."""
+    n = x.shape[-1]
+    mags = jnp.sort(jnp.abs(x))  # ascending: the tail after the S largest is the first n − S entries
+    below = jnp.concatenate([jnp.zeros((1,), x.dtype), jnp.cumsum(mags)])  # below[m] = sum of m smallest
+    s = jnp.arange(1, n + 1)
+    tail = below[n - s]
+    sf = s.astype(x.dtype)
+    return c2 * tail / jnp.sqrt(sf) + c4 * sf * jnp.log(n / sf) / epsilon_noise
+
+
+def max_sparsity(n: int, c_k: float) -> int:
+    """The largest candidate S: S ≤ n/e (where S·log(n/S) peaks) and ⌈c_k·S·log(n/S)⌉ ≤ n.
+
+    Eq. (1) taken over all S ∈ [1, n] rewards S → n: its noise term C₄·S·log(n/S)/ε falls back to 0 at
+    S = n, where the "compressed" sample would have as many entries as D. The candidate set is
+    therefore cut at this public bound (a function of n and c_k only).
+    """
+    best = 1
+    for s_ in range(1, max(1, int(n / math.e)) + 1):
+        if math.ceil(c_k * s_ * math.log(n / s_)) <= n:
+            best = s_
+    return best
+
+
+@functools.partial(jax.jit, static_argnums=(7,), static_argnames=("noise",))
+def _select_s(key, x, eps_sel, eps_noise, c2, c4, c5, s_max, noise="float"):
+    u = sparsity_scores(x, epsilon_noise=eps_noise, c2=c2, c4=c4)
+    s = jnp.arange(1, x.shape[-1] + 1).astype(x.dtype)
+    normalized = u / (c5 / jnp.sqrt(s))  # each normalized score has sensitivity ≤ 1; lower is better
+    scores = jnp.where(jnp.arange(1, x.shape[-1] + 1) <= s_max, -normalized, -jnp.inf)
+    return mechanisms.exponential_mechanism(key, scores, epsilon=eps_sel, sensitivity=1.0, noise=noise) + 1
+
+
+def measurements(n: int, s: int, c_k: float) -> int:
+    """k = ⌈c_k·S·log(n/S)⌉ clipped to [1, n]."""
+    return int(min(n, max(1, math.ceil(c_k * s * math.log(n / s))))) if s < n else n
+
+
+# --------------------------------------------------------------------------------------- projection
+def projection(key: jax.Array, k: int, n: int, dtype=None) -> Float[Array, "k n"]:
+    """The public random matrix Φ ∈ {±1/√k}^{k×n} (i.i.d. symmetric Bernoulli) from `key`."""
+    dtype = dtype or _validate.float_dtype()
+    return jax.random.rademacher(key, (k, n), dtype) / jnp.sqrt(jnp.asarray(k, dtype))
+
+
+# --------------------------------------------------------------------------------------- mechanisms
+def _check_vector(d, name="d") -> np.ndarray:
+    if isinstance(d, jax.core.Tracer):
+        raise TypeError(f"{name} must be concrete (vmap over keys, not over data).")
+    v = np.asarray(d, dtype=np.float64)
+    if v.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D vector, got shape {v.shape}.")
+    if v.size == 0:
+        raise ValueError(f"{name} is empty.")
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"{name} contains NaN or inf.")
+    return v
+
+
+class CompressiveResult(NamedTuple):
+    """Output of `compressive`: the release D* ``[n]``, the sparsity S and number of samples k used."""
+
+    release: jax.Array
+    sparsity: int
+    k: int
+
+
+def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig = CompressiveConfig(),
+                sparsity: int | None = None, k: int | None = None, noise: str = "float") -> CompressiveResult:
+    """The compressive mechanism (the paper's Algorithm 1).
+
+    Privacy:
+      ε-DP for neighbours at L1 distance ≤ Δ = ``config.l1_sensitivity``: the k samples ΦD move by at
+      most √k·Δ in L1 (each column of Φ has L1 norm √k; Appendix A; brute-force tested), so
+      ``Lap(√k·Δ/ε_n)`` is ε_n-DP; recovery is post-processing. With ``sparsity=None`` S is drawn with
+      ε_s = select_fraction·ε by the exponential mechanism on u(D, S)·√S/C₅ (sensitivity ≤ 1 with the
+      computed C₅) and ε_n = ε − ε_s; with a public `sparsity`, ε_n = ε.
+
+    Args:
+      key: typed PRNG key (split inside: Φ, choice of S, noise).
+      d: the vector D, shape ``[n]``.
+      epsilon: total ε > 0.
+      config: `CompressiveConfig`.
+      sparsity: a public S (skips the private choice), 1 ≤ S ≤ n.
+      k: a public number of samples (default ⌈c_k·S·log(n/S)⌉).
+      noise: ``"float"`` (default), ``"float64"`` or ``"grid"`` (exact samplers; `jaxdp.mechanisms.NOISES`).
+
+    Returns:
+      `CompressiveResult` (S and k are releasable: derived from private outputs).
+    """
+    _validate.key(key)
+    _validate.positive_scalar("epsilon", epsilon)
+    noise = mechanisms.check_noise(noise)
+    with mechanisms.precision(noise):
+        return _compressive_public(key, d, epsilon, config, sparsity, k, noise)
+
+
+def _compressive_public(key, d, epsilon, config, sparsity, k, noise):
+    v = _check_vector(d)
+    n = v.size
+    dtype = _validate.float_dtype()
+    c5 = _check_config(config, n)
+    kn = mechanisms.kernel_noise(noise)
+    k_phi, k_sel, k_noise = jax.random.split(key, 3)
+    psi_x, psi_t = psi_ops(config.basis, n, dtype)
+    dj = jnp.asarray(v, dtype)
+    if sparsity is None:
+        eps_sel = config.select_fraction * epsilon
+        eps_noise = epsilon - eps_sel
+        x = psi_t(dj)
+        s = int(_select_s(k_sel, x, eps_sel, eps_noise / config.l1_sensitivity, config.c2, config.c4,
+                          c5 * config.l1_sensitivity, max_sparsity(n, config.c_k), noise=kn))
+    else:
+        s = _validate.size("sparsity", sparsity)
+        if s > n:
+            raise ValueError(f"sparsity S = {s} exceeds n = {n}.")
+        eps_noise = epsilon
+    k = measurements(n, s, config.c_k) if k is None else _validate.size("k", k)
+    if k > n:
+        raise ValueError(f"k = {k} samples exceed n = {n}: the projection would not compress; choose k <= n.")
+    if noise == "grid":
+        mechanisms.check_grid_ratio(epsilon=eps_noise / config.l1_sensitivity, sensitivity=math.sqrt(k))
+    out = _compressive_jit(k_phi, k_noise, dj, s, jnp.asarray(eps_noise / config.l1_sensitivity, dtype),
+                           k, _basis_key(config.basis), config.iterations, config.refit, kn)
+    return CompressiveResult(out, s, k)
+
+
+def _basis_key(basis):
+    return basis if isinstance(basis, str) else _HashableMatrix(np.asarray(basis, np.float64))
+
+
+class _HashableMatrix:
+    def __init__(self, m):
+        self.m = m
+        self._h = hash(m.tobytes())
+
+    def __hash__(self):
+        return self._h
+
+    def __eq__(self, other):
+        return isinstance(other, _HashableMatrix) and np.array_equal(self.m, other.m)
+
+
+@functools.partial(jax.jit, static_argnums=(3, 5, 6, 7, 8, 9))
+def _compressive_jit(k_phi, k_noise, d, s, eps_noise, k, basis, iterations, refit, noise="float"):
+    n = d.shape[0]
+    basis = basis.m if isinstance(basis, _HashableMatrix) else basis
+    phi = projection(k_phi, k, n, d.dtype)
+    y = phi @ d
+    # the k samples move by at most √k (× Δ, folded into eps_noise) in L1: Appendix A
+    y_star = mechanisms.laplace_mechanism(k_noise, y, epsilon=eps_noise, sensitivity=math.sqrt(k), noise=noise)
+    psi_x, psi_t = psi_ops(basis, n, d.dtype)
+    return _recover(phi, y_star, s, psi_x, psi_t, iterations, refit)
+
+
+def laplace_identity(key: jax.Array, d, *, epsilon: float, l1_sensitivity: float = 1.0,
+                     noise: str = "float") -> Float[Array, " n"]:
+    """The baseline: ``D + Lap(Δ/ε)^n`` (ε-DP for neighbours at L1 distance ≤ Δ). `noise` as in `compressive`."""
+    _validate.key(key)
+    _validate.positive_scalar("epsilon", epsilon)
+    _validate.positive_scalar("l1_sensitivity", l1_sensitivity)
+    noise = mechanisms.check_noise(noise)
+    if noise == "grid":
+        mechanisms.check_grid_ratio(epsilon=epsilon, sensitivity=l1_sensitivity)
+    with mechanisms.precision(noise):
+        v = jnp.asarray(_check_vector(d), _validate.float_dtype())
+        return _laplace_identity_jit(key, v, float(epsilon), float(l1_sensitivity), mechanisms.kernel_noise(noise))
+
+
+@functools.partial(jax.jit, static_argnums=(4,))
+def _laplace_identity_jit(key, v, epsilon, sensitivity, noise):
+    return mechanisms.laplace_mechanism(key, v, epsilon=epsilon, sensitivity=sensitivity, noise=noise)
+
+
+
+
+
+
+def compressive_many(keys: jax.Array, d, *, epsilon: float, config: CompressiveConfig = CompressiveConfig(),
+                     noise: str = "float") -> CompressiveResult:
+    """R independent runs of `compressive` (key array ``[R]``) as few vmapped programs: S is drawn for all
+    keys at once, then the runs are grouped by S (hence k) and each group is one vmapped call.
+
+    Returns a `CompressiveResult` with ``release [R, n]``, ``sparsity [R]`` and ``k [R]`` (NumPy ints).
+    Same distribution as R calls of `compressive` (not the same draws: keys are split differently).
+    `noise` as in `compressive`.
+    """
+    _validate.key(keys)
+    if keys.ndim != 1:
+        raise ValueError(f"keys must be a 1-D key array [R], got shape {keys.shape}.")
+    _validate.positive_scalar("epsilon", epsilon)
+    noise = mechanisms.check_noise(noise)
+    with mechanisms.precision(noise):
+        return _compressive_many(keys, d, epsilon, config, noise)
+
+
+def _compressive_many(keys, d, epsilon, config, noise):
+    kn = mechanisms.kernel_noise(noise)
+    v = _check_vector(d)
+    n = v.size
+    dtype = _validate.float_dtype()
+    c5 = _check_config(config, n)
+    dj = jnp.asarray(v, dtype)
+    psi_x, psi_t = psi_ops(config.basis, n, dtype)
+    eps_sel = config.select_fraction * epsilon
+    eps_noise = (epsilon - eps_sel) / config.l1_sensitivity
+    split = jax.vmap(lambda kk: jax.random.split(kk, 3))(keys)
+    x = psi_t(dj)
+    s_all = np.asarray(jax.vmap(lambda kk: _select_s(kk, x, eps_sel, eps_noise, config.c2, config.c4,
+                                                     c5 * config.l1_sensitivity, max_sparsity(n, config.c_k),
+                                                     noise=kn))(split[:, 1]))
+    out = np.zeros((keys.shape[0], n), dtype)
+    ks = np.zeros(keys.shape[0], np.int64)
+    for s_ in np.unique(s_all):
+        idx = np.flatnonzero(s_all == s_)
+        k = measurements(n, int(s_), config.c_k)
+        if noise == "grid":
+            mechanisms.check_grid_ratio(epsilon=eps_noise, sensitivity=math.sqrt(k))
+        run = jax.vmap(lambda a, b: _compressive_jit(a, b, dj, int(s_), jnp.asarray(eps_noise, dtype), k,
+                                                     _basis_key(config.basis), config.iterations, config.refit, kn))
+        out[idx] = np.asarray(run(split[idx, 0], split[idx, 2]))
+        ks[idx] = k
+    return CompressiveResult(out, s_all.astype(np.int64), ks)

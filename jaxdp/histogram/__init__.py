@@ -1,0 +1,81 @@
+"""Differentially private histograms by lossy compression (Ács, Castelluccia & Chen, ICDM 2012).
+
+Methods (``publish(key, hist, method=…, epsilon=…)`` or the functions below):
+
+* ``lpa``  — Laplace per bin, ``Lap(1/ε)`` (the paper's Theorem 1 with Δ₁ = 1).
+* ``fpa``  — Rastogi & Nath's Fourier perturbation with a fixed number ``k`` of retained coefficients,
+  ``Lap(√k/ε)`` on each (the paper's Theorem 3), inverse transform of the zero-padded vector.
+* ``spa``  — Rastogi & Nath's sampling perturbation (the paper's Algorithm 1): ``k`` drawn by the
+  exponential mechanism with ``U(H, k)`` (Eq. 1), noise from the density ∝ ``exp(−ε‖F̂ − F‖₂)`` drawn
+  as a Gaussian scale mixture (``g ~ Gamma((k+1)/2, rate ε²/2)``, then ``N(0, g)``).
+* ``efpa`` — the paper's Algorithm 2: real DFT, ``k`` drawn with ``u(H, k)`` (Eq. 3) at ε/2,
+  ``Lap(2√z/ε)`` on the z retained real coordinates, inverse real DFT.
+* ``php``  — P-HPartition (Algorithm 4): private hierarchical bisection with the exponential
+  mechanism, then ReleaseHistogram (Algorithm 3) of the chosen clustering at ε/2.
+
+**Neighbouring histograms** differ by 1 in one bin (one record added or removed): L1 and L2
+sensitivity 1. Bin edges (the domain and the number of bins) are public.
+
+Where this implementation is more careful than the paper (each has a test):
+
+* All Fourier methods use the *orthonormal real* DFT (`jaxdp.transforms.rdft`): the coordinates
+  ``[F_0, √2 Re F_1, √2 Im F_1, …]`` are real, and every retained real coordinate is perturbed. The
+  paper's Algorithm 2 says "the real-valued noise is only added to the magnitude of coefficients";
+  leaving the phase (imaginary part) unperturbed would release it exactly, which is not DP.
+* EFPA's z counts the real degrees of freedom of ``F_0 … F_{k−1}``: ``z = 2k − 1`` (``n`` for the
+  last k of an even n). The paper writes ``z = 2k + 1``; ``√z`` is the L1 sensitivity of z
+  orthonormal coordinates, so the smaller z is still exact, not an approximation.
+* SPA splits ε evenly between the choice of k and the noise (the paper's Algorithm 1 uses ε in both
+  steps without saying how they compose) and keeps U's perturbation term ``k√n/ε`` as printed — it
+  is the over-estimate the paper criticises.
+* P-HP uses one depth limit ``d = ⌈log₂ n⌉`` both for stopping and for dividing the bisection budget
+  (the text says ``⌊log₂ n⌋`` in one place; a mismatch would overspend). The FIFO queue of the
+  algorithm is executed level by level: every partition's choice depends only on its own bins and
+  its own key, so processing one tree level at once gives exactly the algorithm's output
+  distribution, and the sequence of saved configurations (line 19) is rebuilt in queue order.
+
+Modules: `compression`, `partition`, `release`, `metrics`, `data`.
+"""
+
+from __future__ import annotations
+
+from jaxdp.histogram._common import METHODS, check_histogram
+from jaxdp.histogram.compression import (
+    ACCOUNTINGS,
+    EFPA_PENALTIES,
+    PENALTIES,
+    dft_sensitivity,
+    efpa,
+    efpa_core,
+    efpa_scores,
+    efpa_scores_core,
+    fpa,
+    lpa,
+    spa,
+    spa_core,
+    spa_scores,
+)
+from jaxdp.histogram.data import (
+    BUNDLED,
+    bin_values,
+    bundled_histogram,
+    load_histogram,
+    synthetic_histogram,
+)
+from jaxdp.histogram.metrics import kl_divergence, l2_error, range_query_mse
+from jaxdp.histogram.partition import (
+    PHPInfo,
+    PrefixTree,
+    abs_deviation,
+    configuration_error,
+    hpartition,
+    php,
+    php_core,
+    php_depth,
+    prefix_tree,
+    release_core,
+    release_histogram,
+)
+from jaxdp.histogram.release import clamp, publish
+
+__all__ = ['ACCOUNTINGS', 'BUNDLED', 'EFPA_PENALTIES', 'METHODS', 'PENALTIES', 'PHPInfo', 'bin_values', 'bundled_histogram', 'check_histogram', 'clamp', 'configuration_error', 'dft_sensitivity', 'efpa', 'efpa_scores', 'fpa', 'hpartition', 'kl_divergence', 'l2_error', 'load_histogram', 'lpa', 'php', 'php_depth', 'publish', 'range_query_mse', 'release_histogram', 'spa', 'spa_scores', 'synthetic_histogram']

@@ -1,0 +1,55 @@
+"""Error measures: KL divergence, range-query MSE, L2 error."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaxdp.histogram._common import check_histogram
+
+__all__ = ['kl_divergence', 'range_query_mse', 'l2_error']
+
+
+# --------------------------------------------------------------------------------------- metrics
+def kl_divergence(hist, released, *, smoothing: float = 1.0) -> np.ndarray:
+    """``D_KL(p ‖ q)`` of the normalized true histogram p and the released one q.
+
+    Conventions (the paper only says ``0 log 0 = 0``): q is post-processed as ``max(Ĥ, 0) + s`` with
+    ``s = smoothing`` pseudo-counts per bin (add-s smoothing; a released count ≤ 0 would otherwise
+    make the divergence infinite) and normalized; bins with p = 0 contribute 0. Batched over leading
+    axes of `released`. Returns float64 ``[...]``.
+    """
+    p = check_histogram(hist, integer=False)
+    if p.sum() <= 0:
+        raise ValueError("the true histogram has no records; KL divergence is undefined.")
+    if not smoothing > 0:
+        raise ValueError(f"smoothing must be > 0, got {smoothing}.")
+    p = p / p.sum()
+    q = np.maximum(np.asarray(released, np.float64), 0.0) + smoothing
+    q = q / q.sum(axis=-1, keepdims=True)
+    mask = p > 0
+    return np.sum(np.where(mask, p * (np.log(np.where(mask, p, 1.0)) - np.log(q)), 0.0), axis=-1)
+
+
+def range_query_mse(hist, released, *, sizes=None) -> tuple[np.ndarray, np.ndarray]:
+    """MSE of all range-count queries of each size (Section VI-C: sizes 2^i, i = 1 … ⌊log₂ n⌋).
+
+    Every contiguous range of the given size is queried (n − size + 1 of them). Batched over leading
+    axes of `released`. Returns ``(sizes [S], mse [..., S])`` in float64.
+    """
+    h = check_histogram(hist, integer=False)
+    n = h.size
+    if sizes is None:
+        sizes = 2 ** np.arange(1, int(np.floor(np.log2(n))) + 1) if n >= 2 else np.asarray([1])
+    sizes = np.asarray(sizes, dtype=np.int64)
+    if sizes.size == 0 or sizes.min() < 1 or sizes.max() > n:
+        raise ValueError(f"range sizes must lie in [1, n = {n}].")
+    diff = np.asarray(released, np.float64) - h
+    pre = np.concatenate([np.zeros(diff.shape[:-1] + (1,)), np.cumsum(diff, axis=-1)], axis=-1)
+    out = [np.mean((pre[..., s:] - pre[..., :-s]) ** 2, axis=-1) for s in sizes]
+    return sizes, np.stack(out, axis=-1)
+
+
+def l2_error(hist, released) -> np.ndarray:
+    """``‖H − Ĥ‖₂`` over the last axis (float64)."""
+    h = check_histogram(hist, integer=False)
+    return np.linalg.norm(np.asarray(released, np.float64) - h, axis=-1)

@@ -1,0 +1,262 @@
+"""P-HPartition (Algorithm 4) and ReleaseHistogram (Algorithm 3)."""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from jaxdp import mechanisms
+from jaxdp.histogram._common import _check_grid, _prepare, check_histogram
+
+__all__ = ['configuration_error', 'php_depth', 'release_histogram', 'PHPInfo', 'php', 'hpartition', 'php_core', 'release_core', 'prefix_tree', 'PrefixTree', 'abs_deviation']
+
+
+# --------------------------------------------------------------------------------------- range abs deviation
+class PrefixTree(NamedTuple):
+    """Merge-sort tree of a length-n vector padded to N = 2^L: level h holds the blocks of 2^h
+    consecutive entries, each sorted, and their prefix sums."""
+
+    sorted: jax.Array  # [L+1, N]
+    cums: jax.Array  # [L+1, N+1]
+    prefix: jax.Array  # [n+1] prefix sums of x in bin order
+
+
+def prefix_tree(x):
+    n = x.shape[0]
+    levels = max(0, (n - 1).bit_length())
+    size = 1 << levels
+    xp = jnp.pad(x, (0, size - n))
+    srt = jnp.stack([jnp.sort(xp.reshape(size >> h, 1 << h), axis=1).reshape(size) for h in range(levels + 1)])
+    zero = jnp.zeros((levels + 1, 1), x.dtype)
+    cums = jnp.concatenate([zero, jnp.cumsum(srt, axis=1)], axis=1)
+    prefix = jnp.concatenate([jnp.zeros((1,), x.dtype), jnp.cumsum(x)])
+    return PrefixTree(srt, cums, prefix)
+
+
+def abs_deviation(tree: PrefixTree, lo, hi):
+    """``Σ_{j ∈ [lo, hi)} |x_j − mean(x[lo:hi])|`` for integer arrays lo ≤ hi (0 for empty ranges).
+
+    Uses Σ|x − μ| = 2 Σ (x − μ)⁺ and a merge-sort-tree range query: the range splits into ≤ 2 sorted
+    blocks per level, and a binary search in each finds the entries above μ. O(log² N) per query;
+    the loops are `fori_loop`s so that the compiled program stays small for any N.
+    """
+    srt, cums, prefix = tree
+    levels = srt.shape[0] - 1
+    size = 1 << levels
+    dtype = prefix.dtype
+    cnt = (hi - lo).astype(dtype)
+    total = prefix[hi] - prefix[lo]
+    mu = jnp.where(cnt > 0, total / jnp.where(cnt > 0, cnt, 1.0), 0.0)
+
+    def block(h, node):  # Σ (x − μ)⁺ over the sorted block of `node` (height h)
+        width = jnp.left_shift(1, h)
+        base = (node - jnp.right_shift(size, h)) * width
+        row, crow = srt[h], cums[h]
+
+        def step(i, pos):  # b = levels − i: largest pos ≤ 2^h with row[base + pos − 1] ≤ μ
+            cand = pos + jnp.left_shift(1, levels - i)
+            ok = (cand <= width) & (row[jnp.clip(base + cand - 1, 0, size - 1)] <= mu)
+            return jnp.where(ok, cand, pos)
+
+        pos = jax.lax.fori_loop(0, levels + 1, step, jnp.zeros_like(node))
+        s_above = crow[base + width] - crow[base + pos]
+        return s_above - mu * (width - pos).astype(dtype)
+
+    def level(h, carry):
+        l, r, above = carry
+        active = l < r
+        use_l = active & ((l & 1) == 1)
+        above = above + jnp.where(use_l, block(h, jnp.where(use_l, l, jnp.right_shift(size, h))), 0.0)
+        l = l + use_l.astype(l.dtype)
+        use_r = active & ((r & 1) == 1)
+        r = r - use_r.astype(r.dtype)
+        above = above + jnp.where(use_r, block(h, jnp.where(use_r, r, jnp.right_shift(size, h))), 0.0)
+        return jnp.right_shift(l, 1), jnp.right_shift(r, 1), above
+
+    _, _, above = jax.lax.fori_loop(0, levels + 1, level, (lo + size, hi + size, jnp.zeros(lo.shape, dtype)))
+    return jnp.maximum(2.0 * above, 0.0)
+
+
+def configuration_error(hist, cuts, *, epsilon: float) -> float:
+    """``err(C, ε) = RE_C + k/ε`` of the clustering whose segments start at 0 and at each of `cuts`
+    (the paper's Theorem 7 / Section V notation; RE is the sum of absolute deviations from the
+    segment means). A NumPy float64 helper for tests and examples."""
+    h = check_histogram(hist, integer=False)
+    edges = [0, *sorted(int(c) for c in cuts), h.size]
+    re = sum(np.abs(h[a:b] - h[a:b].mean()).sum() for a, b in zip(edges[:-1], edges[1:]) if b > a)
+    return float(re + (len(edges) - 1) / epsilon)
+
+
+# --------------------------------------------------------------------------------------- P-HPartition
+def php_depth(n: int) -> int:
+    """P-HP's depth limit ``d = ⌈log₂ n⌉`` (at least 1): a partition bisected d times is a leaf, and each
+    bisection gets ε/(4d)."""
+    return max(1, math.ceil(math.log2(n))) if n > 1 else 1
+
+
+def _segments(cut):
+    """Per bin: start and end of its segment, from the boolean cut array (cut[i]: a segment starts at i)."""
+    n = cut.shape[0]
+    idx = jnp.arange(n)
+    start = jax.lax.cummax(jnp.where(cut, idx, 0))
+    nxt = jnp.concatenate([cut[1:], jnp.ones((1,), bool)])
+    end = jax.lax.cummin(jnp.where(nxt, idx + 1, n), reverse=True)
+    return start, end
+
+
+def release_histogram(key: jax.Array, hist, cuts, *, epsilon: float, noise: str = "float") -> Float[Array, " n"]:
+    """ReleaseHistogram (the paper's Algorithm 3): each segment's mean plus ``Lap(1/ε)/|C|``, repeated
+    over the segment. The segments (a public or privately chosen configuration) start at 0 and at
+    every index of `cuts`.
+
+    Privacy: ε-DP for a configuration that does not depend on the data (or was chosen privately):
+    one record changes one segment sum by 1. `noise` as in `lpa`.
+    """
+    with mechanisms.precision(noise if noise in mechanisms.NOISES else "float"):
+        h, noise = _prepare(key, hist, epsilon, noise)
+        n = h.shape[0]
+        cut = np.zeros(n, bool)
+        cut[0] = True
+        cuts = np.asarray(cuts, dtype=np.int64).reshape(-1)
+        if cuts.size and (cuts.min() < 1 or cuts.max() >= n):
+            raise ValueError(f"cuts must be bin indices in [1, {n - 1}] where a new segment starts.")
+        cut[cuts] = True
+        _check_grid(noise, epsilon, 1.0)
+        return _release_jit(key, h, jnp.asarray(cut), jnp.asarray(epsilon, h.dtype), noise=mechanisms.kernel_noise(noise))
+
+
+def release_core(key, h, cut, eps, noise="float"):
+    n = h.shape[0]
+    seg = jnp.cumsum(cut) - 1
+    sums = jax.ops.segment_sum(h, seg, num_segments=n)
+    sizes = jax.ops.segment_sum(jnp.ones_like(h), seg, num_segments=n)
+    noisy = mechanisms.laplace_mechanism(key, sums, epsilon=eps, sensitivity=1.0, noise=noise)
+    means = noisy / jnp.maximum(sizes, 1.0)
+    return means[seg]
+
+
+_release_jit = jax.jit(release_core, static_argnames=("noise",))
+
+
+class PHPInfo(NamedTuple):
+    """What P-HP chose (all derived from private choices, so releasable): the final segment starts
+    as a boolean mask ``[n]`` and the number of clusters."""
+
+    cut: jax.Array
+    clusters: jax.Array
+
+
+def php(key: jax.Array, hist, *, epsilon: float, return_info: bool = False, noise: str = "float"):
+    """P-HPartition (the paper's Algorithm 4).
+
+    Starting from one partition of all n bins, partitions are taken in FIFO order; each chooses among
+    its |C| candidates (no bisection, or a bisection after bin i) with probability
+    ∝ ``exp(−ε·err/(16d))``, ``err = RE + (#partitions)·λ``, λ = 2/ε (the mean |noise| of
+    ReleaseHistogram at ε/2); children that are singletons or at depth d = `php_depth`(n) are leaves.
+    Every configuration reached is saved; one is drawn ∝ ``exp(−ε·err/16)`` and released with
+    ReleaseHistogram at ε/2.
+
+    Privacy: ε-DP (Theorem 8): Δerr ≤ 2 (Lemma 2; tested by brute force); a bin lies in at most d
+    bisected partitions, each choice ε/(4d) → ε/4; final choice ε/4; release ε/2. Only the part of
+    err that belongs to the bisected partition differs between its candidates, so each choice
+    depends only on that partition's bins.
+
+    Args:
+      key: typed PRNG key. hist: counts ``[n]``. epsilon: ε > 0.
+      return_info: also return a `PHPInfo`.
+      noise: ``"float"`` (default), ``"float64"`` or ``"grid"`` (exact; `jaxdp.mechanisms.NOISES`).
+
+    Returns:
+      Noisy histogram ``[n]`` (and `PHPInfo`).
+    """
+    with mechanisms.precision(noise if noise in mechanisms.NOISES else "float"):
+        h, noise = _prepare(key, hist, epsilon, noise)
+        _check_grid(noise, epsilon / 2, 1.0)
+        out, info = php_core(key, h, jnp.asarray(epsilon, h.dtype), noise=mechanisms.kernel_noise(noise))
+        return (out, info) if return_info else out
+
+
+@functools.partial(jax.jit, static_argnames=("noise",))
+def php_core(key, h, eps, *, noise="float"):
+    n = h.shape[0]
+    depth = php_depth(n)
+    lam = 2.0 / eps
+    tree = prefix_tree(h)
+    idx = jnp.arange(n)
+    keys = jax.random.split(key, depth + 2)
+
+    def level_step(carry, xs):
+        cut, active = carry  # active: per bin, its segment is a non-leaf partition of this level
+        level, k = xs
+        start, end = _segments(cut)
+        q = abs_deviation(tree, jnp.concatenate([start, start, idx]), jnp.concatenate([end, idx, end]))
+        whole = q[:n] + lam
+        split = q[n : 2 * n] + q[2 * n :] + 2 * lam
+        err = jnp.where(idx == start, whole, split)  # candidate i: no split (i = start) or cut before i
+        # one exponential mechanism per active partition: ε/(4d) each, Δerr ≤ 2 (Lemma 2)
+        winner = mechanisms.exponential_segments(
+            k, -err, start, active, epsilon=eps / (4.0 * depth), sensitivity=2.0, noise=noise
+        )
+        chosen = active & (idx == winner[start])  # one chosen candidate per active segment
+        new_cut = chosen & (idx != start)
+        is_start = active & (idx == start)
+        delta = jnp.where(is_start, err[jnp.minimum(winner, n - 1)] - whole, 0.0)
+        owner = jnp.where(new_cut, start, n)
+        # children are leaves if singletons or at the depth limit; a partition that did not split is a leaf
+        split_seg = jax.ops.segment_max(new_cut.astype(jnp.int32), start, num_segments=n)[start] > 0
+        cut = cut | new_cut
+        s2, e2 = _segments(cut)
+        active = active & split_seg & ((e2 - s2) > 1) & (level + 1 < depth)
+        return (cut, active), (is_start, delta, new_cut, owner)
+
+    cut0 = jnp.zeros(n, bool).at[0].set(True)
+    active0 = jnp.full(n, n > 1)
+    _, (processed, delta, made, owner) = jax.lax.scan(level_step, (cut0, active0), (jnp.arange(depth), keys[:depth]))
+    # saved configurations in queue order (row-major over [level, start]) and their errors
+    err0 = abs_deviation(tree, jnp.zeros((1,), jnp.int32), jnp.full((1,), n, jnp.int32))[0] + lam
+    errs = err0 + jnp.cumsum(delta.reshape(-1))
+    cand = jnp.concatenate([jnp.stack([err0]), errs])
+    ok = jnp.concatenate([jnp.ones((1,), bool), processed.reshape(-1)])
+    # the final choice: ε/4, Δerr ≤ 2; pick 0 is the initial configuration
+    pick = mechanisms.exponential_mechanism(
+        keys[depth], jnp.where(ok, -cand, -jnp.inf), epsilon=eps / 4.0, sensitivity=2.0, noise=noise
+    )
+    t = pick - 1
+    lvl, pos = t // n, t % n
+    levels = jnp.arange(depth)[:, None]
+    keep = made & ((levels < lvl) | ((levels == lvl) & (owner <= pos))) & (pick > 0)
+    final_cut = cut0 | jnp.any(keep, axis=0)
+    out = release_core(keys[depth + 1], h, final_cut, eps / 2, noise)
+    return out, PHPInfo(final_cut, jnp.sum(final_cut))
+
+
+def hpartition(hist, *, lam: float) -> list[list[int]]:
+    """HPartition (non-private, Section V-A): greedy bisection while it lowers ``RE + k·λ``.
+
+    Returns the final configuration as a list of segments (lists of bin indices). NumPy float64;
+    for small examples (the paper's Fig. 3) and tests; not a DP mechanism.
+    """
+    h = check_histogram(hist, integer=False)
+    segs = [(0, h.size)]
+
+    def re(a, b):
+        return float(np.abs(h[a:b] - h[a:b].mean()).sum())
+
+    while True:
+        best = None  # (gain, segment index, cut)
+        for s, (a, b) in enumerate(segs):
+            for i in range(a + 1, b):
+                gain = re(a, b) - re(a, i) - re(i, b) - lam
+                if best is None or gain > best[0] + 1e-12:
+                    best = (gain, s, i)
+        if best is None or best[0] <= 0:
+            return [list(range(a, b)) for a, b in segs]
+        _, s, i = best
+        a, b = segs[s]
+        segs[s : s + 1] = [(a, i), (i, b)]

@@ -1,0 +1,54 @@
+"""The Laplace and exponential mechanisms, with explicit typed PRNG keys.
+
+Keys come first and are typed `jax.random.key`s; there is never a default key. Split a key for
+every use (`jax.random.split`) and `vmap` over split keys to batch.
+
+Every noise draw and every exponential-mechanism choice in jaxdp goes through this package, calibrated
+from ``epsilon`` and ``sensitivity``:
+
+* `jaxdp.mechanisms.noise` — the ``noise=`` choice every system offers (float / float64 / exact "grid");
+* `jaxdp.mechanisms.laplace` — Laplace noise (float, and exact on a power-of-two grid), K-norm noise;
+* `jaxdp.mechanisms.exponential` — the exponential mechanism (float samplers and the exact one);
+* `jaxdp.mechanisms.exact` — the integer-arithmetic samplers behind ``noise="grid"``.
+
+Modules: `noise`, `laplace`, `exponential`.
+"""
+
+from __future__ import annotations
+
+from jaxdp.mechanisms import exact
+from jaxdp.mechanisms.exponential import (
+    categorical_2d,
+    categorical_2d_from,
+    categorical_uniforms,
+    exponential,
+    exponential_drawn,
+    exponential_exact,
+    exponential_exact_core,
+    exponential_mechanism,
+    exponential_probabilities,
+    exponential_segments,
+    exponential_uniforms,
+)
+from jaxdp.mechanisms.laplace import (
+    add_laplace,
+    add_standard_laplace,
+    grid_laplace,
+    grid_laplace_core,
+    grid_spacing,
+    l2_norm_noise,
+    laplace,
+    laplace_mechanism,
+    laplace_noise,
+    laplace_scale,
+    standard_laplace,
+)
+from jaxdp.mechanisms.noise import (
+    NOISES,
+    check_grid_ratio,
+    check_noise,
+    kernel_noise,
+    precision,
+)
+
+__all__ = ['NOISES', 'add_laplace', 'add_standard_laplace', 'check_grid_ratio', 'check_noise', 'exact', 'exponential', 'exponential_drawn', 'exponential_exact', 'exponential_mechanism', 'exponential_probabilities', 'exponential_segments', 'exponential_uniforms', 'grid_laplace', 'grid_spacing', 'kernel_noise', 'l2_norm_noise', 'laplace', 'laplace_mechanism', 'laplace_noise', 'laplace_scale', 'precision', 'standard_laplace']

@@ -1,0 +1,58 @@
+"""The one ``noise=`` choice of every system: float, float64, or exact ("grid")."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from jaxdp.mechanisms import exact
+
+__all__ = ['NOISES', 'check_noise', 'precision', 'check_grid_ratio', 'kernel_noise']
+
+
+# ------------------------------------------------------------------------------------------------
+# One noise choice for every system
+# ------------------------------------------------------------------------------------------------
+NOISES = ("float", "float64", "grid")
+
+
+_NOISE_HELP = (
+    '"float" (textbook float sampler in the default dtype: fast; float caveats in the README), '
+    '"float64" (the same in float64), or "grid" (exact: discrete Laplace on a power-of-two grid and '
+    "an exact exponential mechanism; pure ε-DP under finite arithmetic)"
+)
+
+
+def check_noise(noise) -> str:
+    """Validate a ``noise=`` choice (``"float32"`` is accepted as an alias of ``"float"``)."""
+    if noise == "float32":
+        return "float"
+    if noise not in NOISES:
+        raise ValueError(f"noise must be one of {NOISES}: {_NOISE_HELP}; got {noise!r}.")
+    return noise
+
+
+def precision(noise: str):
+    """Context for a system's public call: ``noise="float64"`` runs it with 64-bit floats (scoped x64)."""
+    import contextlib
+
+    return jax.enable_x64(True) if noise == "float64" else contextlib.nullcontext()
+
+
+def kernel_noise(noise: str) -> str:
+    """What a traceable core needs to know: exact ("grid") or float (the dtype carries float32/64)."""
+    return "grid" if noise == "grid" else "float"
+
+
+def check_grid_ratio(*, epsilon, sensitivity) -> None:
+    """Eagerly refuse a ``noise="grid"`` Laplace release whose noise-to-grid ratio cannot be sampled exactly."""
+    eps = np.asarray(epsilon, np.float64)
+    sens = np.asarray(sensitivity, np.float64)
+    gamma = np.exp2(np.floor(np.log2(sens / 256.0)))
+    ratio = (sens + gamma) / (eps * gamma)
+    if np.any(ratio >= exact.MAX_SCALE) or np.any(ratio < 1.0):
+        raise ValueError(
+            f'noise="grid" cannot sample this release exactly: its noise-to-grid ratio b/γ is '
+            f"{float(np.max(ratio)):.3g} (ε = {float(np.min(eps)):g}), outside [1, 2**29). Use a larger ε, "
+            'or noise="float".'
+        )
