@@ -186,7 +186,7 @@ def main():
         return
     print("\nStreamAnonymizer memory, 10⁶ records pushed in chunks of 10,000 (n = 8, δ = 96):")
     cfg = jaxdp.HVCConfig(8, 12, 3.0, bounds=(np.zeros(13), HI), target_length=args.max_records)
-    sa = jaxdp.StreamAnonymizer(cfg, jax.random.key(2))
+    sa = jaxdp.StreamAnonymizer(jax.random.key(2), cfg)
     rss = []
     released = 0
     t0 = time.perf_counter()

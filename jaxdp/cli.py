@@ -377,7 +377,7 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
     t_run = time.perf_counter()
     progress = _progress(rows, args.quiet)
     try:
-        sa = jaxdp.StreamAnonymizer(config, key)
+        sa = jaxdp.StreamAnonymizer(key, config)
         id_of: dict[int, object] = {}
         with TableWriter(args.output, reader.names, id_column=args.ids_column, fmt=args.output_format,
                          delimiter=args.delimiter) as writer, warnings.catch_warnings():  # fmt: skip

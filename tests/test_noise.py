@@ -68,7 +68,7 @@ def test_codec_noise_options_run_and_keep_their_promises(key):
     rg = jaxdp.anonymize(key, records, dataclasses.replace(base, noise="grid"))
     assert r32.records.dtype == np.float32 and r64.records.dtype == np.float64
     assert rg.records.shape == r32.records.shape and np.all(np.isfinite(rg.records))
-    sa = jaxdp.StreamAnonymizer(dataclasses.replace(base, noise="float64"), key)
+    sa = jaxdp.StreamAnonymizer(key, dataclasses.replace(base, noise="float64"))
     o, _ = sa.push(records)
     o2, _ = sa.flush()
     np.testing.assert_array_equal(np.concatenate([o, o2]), r64.records)

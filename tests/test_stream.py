@@ -79,7 +79,7 @@ def test_batch_and_streaming_front_ends_are_bit_identical(key, with_ids):
     with warnings.catch_warnings(record=True) as batch_warnings:
         warnings.simplefilter("always")
         batch = jaxdp.anonymize(key, records, cfg, ids=ids)
-    sa = jaxdp.StreamAnonymizer(cfg, key)
+    sa = jaxdp.StreamAnonymizer(key, cfg)
     outs, idxs, start = [], [], 0
     with warnings.catch_warnings(record=True) as stream_warnings:
         warnings.simplefilter("always")
@@ -235,7 +235,7 @@ def test_bad_calls_are_rejected(key):
     with pytest.raises(TypeError, match="jax.random.key"):
         jaxdp.anonymize(jax.random.PRNGKey(0), np.ones((10, 3)), cfg)
     with pytest.raises(ValueError, match="target_length"):
-        jaxdp.StreamAnonymizer(cfg, key)
+        jaxdp.StreamAnonymizer(key, cfg)
     with pytest.raises(TypeError, match="positional"):
         jaxdp.HVCConfig(4, 2, 1.0, None, np.ones(3))  # everything after epsilon is keyword-only
 
@@ -270,7 +270,7 @@ def test_paper_reordering_is_flagged_non_private_and_bounded(key):
     per_block = res.footrule.reshape(-1, 8).sum(axis=1)
     assert np.all(per_block <= 16) and res.footrule.sum() > 0
     assert np.all(res.delay >= 0) and np.all(res.delay < cfg.frame_size)
-    sa = jaxdp.StreamAnonymizer(dataclasses.replace(cfg, target_length=120), key)
+    sa = jaxdp.StreamAnonymizer(key, dataclasses.replace(cfg, target_length=120))
     o1, i1 = sa.push(records)
     o2, i2 = sa.flush()
     batch = jaxdp.anonymize(key, records, dataclasses.replace(cfg, target_length=120))
@@ -393,7 +393,7 @@ def test_pushes_of_any_size_share_a_few_compiled_programs_and_match_batch(key, m
     rng = np.random.default_rng(9)
     records = rng.uniform(0, [4.0, 3.0], size=(700, 2))
     cfg = jaxdp.HVCConfig(2, 1, 5000.0, bounds=np.array([4.0, 3.0]), history=2, target_length=700)  # used nowhere else
-    sa = jaxdp.StreamAnonymizer(cfg, key)
+    sa = jaxdp.StreamAnonymizer(key, cfg)
     outs, start, lengths = [], 0, set()
     for size in (3, 9, 30, 5, 11, 17, 2, 23, 150, 150, 300):  # 1…150 blocks per push
         before = sa.blocks_done
@@ -425,8 +425,8 @@ def test_one_privacy_rule_for_result_stream_and_cli(key):
 
     public = jaxdp.HVCConfig(8, 3, 3.0, bounds=BOUNDS, target_length=48)
     paper = jaxdp.HVCConfig.paper(8, 3, 3.0, bounds=BOUNDS, target_length=48)
-    assert jaxdp.StreamAnonymizer(public, key).private is True
-    assert jaxdp.StreamAnonymizer(paper, key).private is False
+    assert jaxdp.StreamAnonymizer(key, public).private is True
+    assert jaxdp.StreamAnonymizer(key, paper).private is False
     assert jaxdp.anonymize(key, CENSUS[:48], paper).private is False
     assert release_is_private(public_bounds=True, reorder="none") is True
     assert release_is_private(public_bounds=True, reorder="none", reproducible_seed=True) is False
@@ -446,7 +446,7 @@ def test_a_narrow_domain_far_from_zero_keeps_its_resolution(key):
     assert far.records.dtype == np.float64 and near.records.dtype == np.float32
     assert len(np.unique(far.records)) > 50
     np.testing.assert_allclose(far.records - 1e9, near.records, atol=1e-6)
-    sa = jaxdp.StreamAnonymizer(cfg_far, key)
+    sa = jaxdp.StreamAnonymizer(key, cfg_far)
     o1, _ = sa.push(x[:3] + 1e9)  # nothing released yet: still the release dtype
     o2, _ = sa.push(x[3:] + 1e9)
     o3, _ = sa.flush()
@@ -505,7 +505,7 @@ def test_records_per_subject_spends_eps_over_k_per_frame_and_streams_unbounded(k
     cfg = jaxdp.HVCConfig(8, 3, 2.0, bounds=BOUNDS, records_per_subject=1)
     res = jaxdp.anonymize(key, CENSUS[:200], cfg)
     np.testing.assert_allclose(res.epsilon_spent, 2.0)  # each frame ε/k: a person appears in one frame
-    sa = jaxdp.StreamAnonymizer(cfg, key)  # no target_length: an unbounded stream
+    sa = jaxdp.StreamAnonymizer(key, cfg)  # no target_length: an unbounded stream
     outs = [sa.push(CENSUS[i : i + 50])[0] for i in range(0, 200, 50)] + [sa.flush()[0]]
     np.testing.assert_array_equal(np.concatenate(outs), res.records)
     assert sa.dropped == 0 and np.allclose(sa.epsilon_spent, 2.0)
@@ -568,7 +568,7 @@ def test_frame_mean_layer_beats_the_midpoint_and_the_old_default_at_small_eps(ke
 def test_block_keys_never_reach_the_frame_mean_layers_indices(key):
     # block j's key is fold_in(key, j); the layer uses j = 2**32 − 1 and 2**32 − 2: a stream that long must stop
     cfg = jaxdp.HVCConfig(4, 1, 1.0, bounds=BOUNDS, records_per_subject=1)
-    sa = jaxdp.StreamAnonymizer(cfg, key)
+    sa = jaxdp.StreamAnonymizer(key, cfg)
     sa.blocks_done = 2**32 - 3  # as if 2**32 − 3 blocks had been released
     with pytest.raises(ValueError, match="fresh key"):
         sa.push(CENSUS[:8])

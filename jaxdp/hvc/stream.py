@@ -752,13 +752,19 @@ class StreamAnonymizer:
     same jitted codec). Holds at most one frame of raw records (O(δ·d) memory).
 
     Args:
-      config: an `HVCConfig` with `target_length` set and public bounds (not ``"data"``).
-      key: typed PRNG key (a single key).
+      key: typed PRNG key (a single key), first as in every jaxdp release call.
+      config: an `HVCConfig` with `target_length` or `records_per_subject` set and public bounds (not
+        ``"data"``).
+
+    Raises:
+      TypeError: the arguments in the old order ``(config, key)``.
     """
 
-    def __init__(self, config: HVCConfig, key: jax.Array):
+    def __init__(self, key: jax.Array, config: HVCConfig):
         from jaxdp import _validate
 
+        if isinstance(key, HVCConfig):
+            raise TypeError("StreamAnonymizer(key, config): the key comes first, as in every jaxdp release call.")
         _validate.key(key)
         if key.shape != ():
             raise ValueError("StreamAnonymizer takes a single key; use anonymize for repetitions.")

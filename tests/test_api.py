@@ -1,0 +1,96 @@
+"""The API convention every system follows (README "API conventions"): a typed key first where a call draws
+randomness, everything after the data keyword-only, the budget ``epsilon=`` keyword-only at every release call,
+and the system's result type where it has one."""
+
+import inspect
+
+import pytest
+
+import jaxdp
+from jaxdp import bucketize, compressive, histogram, hvc, mechanisms, wevent
+
+SYSTEMS = (hvc, wevent, histogram, compressive, bucketize, mechanisms)
+
+# every call that draws randomness, per system (listed so that a new one has to be added here)
+RELEASES = {
+    hvc: ["anonymize", "anonymize_many", "pln", "frame_mean", "microaggregate", "StreamAnonymizer"],
+    wevent: ["run", "run_partitioned", "WEventStream"],
+    histogram: ["lpa", "fpa", "spa", "efpa", "php", "publish", "release_histogram"],
+    compressive: ["compressive", "compressive_many", "laplace_identity", "tree_counter", "TreeCounter",
+                  "continual_identity", "cmco", "projection"],
+    bucketize: ["simulate_inference"],
+    mechanisms: ["laplace_mechanism", "exponential_mechanism", "exponential", "exponential_exact",
+                 "exponential_segments", "laplace_noise", "add_laplace", "grid_laplace", "l2_norm_noise"],
+}  # fmt: skip
+RESULT_TYPES = {
+    "anonymize": jaxdp.Result, "anonymize_many": jaxdp.Result, "pln": jaxdp.Result, "frame_mean": jaxdp.Result,
+    "microaggregate": jaxdp.Result, "run": wevent.WEventResult, "run_partitioned": wevent.PartitionedResult,
+    "compressive": compressive.CompressiveResult, "compressive_many": compressive.CompressiveResult,
+}  # fmt: skip
+
+
+def _params(fn):
+    target = fn.__init__ if inspect.isclass(fn) else fn
+    params = list(inspect.signature(target).parameters.values())
+    return params[1:] if inspect.isclass(fn) else params
+
+
+def _public_callables():
+    for mod in SYSTEMS:
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if callable(obj) and not (inspect.isclass(obj) and (name.endswith(("Config", "Result", "Info")) or
+                                                                 issubclass(obj, tuple))):
+                yield mod, name, obj
+
+
+@pytest.mark.parametrize("mod,name", [(m, n) for m, names in RELEASES.items() for n in names],
+                         ids=lambda v: getattr(v, "__name__", v))
+def test_every_release_takes_the_key_first(mod, name):
+    params = _params(getattr(mod, name))
+    assert params[0].name in ("key", "keys"), f"{mod.__name__}.{name}: first parameter {params[0].name!r}"
+    assert params[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and params[0].default is inspect.Parameter.empty
+
+
+def test_every_key_parameter_is_first_and_every_epsilon_keyword_only():
+    bad = []
+    for mod, name, obj in _public_callables():
+        params = _params(obj)
+        names = [p.name for p in params]
+        for k in ("key", "keys"):
+            if k in names and names.index(k) != 0:
+                bad.append(f"{mod.__name__}.{name}: {k} is not first")
+        for p in params:
+            if p.name == "epsilon" and p.kind is not inspect.Parameter.KEYWORD_ONLY:
+                bad.append(f"{mod.__name__}.{name}: epsilon is not keyword-only")
+            if p.name in ("key", "keys") and p.default is not inspect.Parameter.empty:
+                bad.append(f"{mod.__name__}.{name}: a default key")
+    assert not bad, "\n".join(bad)
+
+
+def test_every_release_with_a_budget_takes_it_keyword_only():
+    # HVC's budget is part of its frozen config (HVCConfig.epsilon); every other release names epsilon=
+    for mod, names in RELEASES.items():
+        for name in names:
+            params = {p.name: p for p in _params(getattr(mod, name))}
+            if mod is hvc:
+                assert "config" in params, name
+                continue
+            budget = params.get("epsilon")
+            assert budget is not None and budget.kind is inspect.Parameter.KEYWORD_ONLY or name in (
+                "projection", "laplace_noise", "add_laplace", "grid_laplace"
+            ), f"{mod.__name__}.{name}"
+
+
+@pytest.mark.parametrize("name", sorted(RESULT_TYPES))
+def test_releases_return_their_systems_result_type(name):
+    mod = next(m for m, names in RELEASES.items() if name in names)
+    ann = inspect.signature(getattr(mod, name)).return_annotation
+    assert ann in (RESULT_TYPES[name], RESULT_TYPES[name].__name__), f"{name} -> {ann}"
+
+
+def test_the_check_catches_a_key_that_is_not_first():
+    def bad(records, key, *, epsilon):  # a mutant of the convention
+        return records
+
+    assert [p.name for p in _params(bad)][0] != "key"
