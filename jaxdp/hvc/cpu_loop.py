@@ -14,7 +14,7 @@ This is done for blocks of n·d ≤ `SMALL_BLOCK_ENTRIES` values on the CPU back
 CPU, scan alone: n = 4 2.0×, n = 8 1.7×, n = 16 1.4× faster, n = 32 even, n = 48 1.4× *slower*, its
 matrix products being faster as library calls), single streams only (the vmapped repetition and
 multi-stream programs keep XLA's default). The discrete choices are the same and records equal to
-float rounding (`tests/test_backend.py`). The marker is an XLA-internal convention: if a JAX/XLA
+float rounding (`tests/hvc/test_cpu_loop.py`). The marker is an XLA-internal convention: if a JAX/XLA
 version refuses to compile the marked loop, jaxdp warns once, turns the setting off and runs the
 default loop (with the same keys: nothing was released by the refused attempt).
 """

@@ -5,7 +5,7 @@ import pathlib
 import nbformat
 from nbclient import NotebookClient
 
-NOTEBOOK = pathlib.Path(__file__).resolve().parents[1] / "notebooks" / "quickstart.ipynb"
+NOTEBOOK = pathlib.Path(__file__).resolve().parents[2] / "notebooks" / "quickstart.ipynb"
 
 
 def test_quickstart_notebook_runs_without_errors(tmp_path):
