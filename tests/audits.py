@@ -58,15 +58,15 @@ def exponential_case():
 def algorithm1_case(accounting="paper"):
     """Algorithm 1 on a 1×1 block (its worst case: one coefficient carries the whole record)."""
     eps_l, eps_s = 1.0, 0.5
-    tab = quantize._device_tables(quantize.tables(1, np.ones(1), kinds=("dct",), accounting=accounting), np.dtype("float32"))
+    tab = quantize.device_tables(quantize.tables(1, np.ones(1), kinds=("dct",), accounting=accounting), np.dtype("float32"))
     x_hat = jnp.full((1, 1), 0.5)
 
     def mech(key, x):
-        out, _ = quantize._quantize_block(key, x, x_hat, tab, eps_l, eps_s, 1.0)
+        out, _ = quantize.quantize_block_core(key, x, x_hat, tab, eps_l, eps_s, 1.0)
         return out[0, 0]
 
     def mutant(key, x):  # Laplace noise at a quarter of the scale (budget miscounted 4x)
-        out, _ = quantize._quantize_block(key, x, x_hat, tab, 4 * eps_l, eps_s, 1.0)
+        out, _ = quantize.quantize_block_core(key, x, x_hat, tab, 4 * eps_l, eps_s, 1.0)
         return out[0, 0]
 
     return eps_l + eps_s, mech, mutant, jnp.zeros((1, 1)), jnp.ones((1, 1)), {}
@@ -77,7 +77,7 @@ def joint_case():
     eps_l, eps_s = 1.0, 0.05
     n = d = 2
     tab_np = quantize.tables(n, np.ones(d), kinds=("dct",), accounting="joint")
-    tab = quantize._device_tables(tab_np, np.dtype("float32"))
+    tab = quantize.device_tables(tab_np, np.dtype("float32"))
     x_hat = jnp.full((n, d), 0.5)
     x = jnp.asarray([[0.0, 1.0], [0.5, 0.5]])
     x_prime = jnp.asarray([[1.0, 0.0], [0.5, 0.5]])
@@ -92,10 +92,10 @@ def joint_case():
         return jnp.sum((jnp.abs(c - c1) - jnp.abs(c - c0)) / b)
 
     def mech(key, blk):
-        return llr(quantize._quantize_block(key, blk, x_hat, tab, eps_l, eps_s, 0.5)[0])
+        return llr(quantize.quantize_block_core(key, blk, x_hat, tab, eps_l, eps_s, 0.5)[0])
 
     def mutant(key, blk):  # exact-loss scaling without the Theorem 1 fallback: twice too little noise
-        return llr(quantize._quantize_block(key, blk, x_hat, tab, 2 * eps_l, eps_s, 0.5)[0])
+        return llr(quantize.quantize_block_core(key, blk, x_hat, tab, 2 * eps_l, eps_s, 0.5)[0])
 
     return eps_l + eps_s, mech, mutant, x, x_prime, {}
 
@@ -186,7 +186,7 @@ def reorder_case():
     def coded(blk, reordered):
         if not reordered:
             return blk
-        perm = codec._paper_permutations(blk, pred[None], 8, "lagrangian")[0]
+        perm = codec.paper_permutations(blk, pred[None], 8, "lagrangian")[0]
         return blk[perm]
 
     c0 = a @ (np.asarray(x)[[3, 1, 2, 0]] - pred).reshape(-1)  # the coded blocks under reordering
@@ -214,24 +214,21 @@ CASES["reorder='paper' (mutant) vs none"] = reorder_case
 
 
 def wevent_dissimilarity_case():
-    """BD/BA's M_{i,1}: MAE(c_i, o_l) + Lap(2w/(εd)); one user moves the MAE by ≤ 1/d; ε_{i,1} = ε/(2w)."""
+    """BD's M_{i,1} through `jaxdp.wevent.run`: the publish decision at timestamp 1 is post-processing of
+    MAE(c_1, o_0) + Lap(2w/(εd)), ε_{1,1} = ε/(2w) (one user moves the MAE by ≤ 1/d). The mutant is the
+    library run with the window budget charged twice too low."""
     from jaxdp import wevent
 
-    eps, w, d = 1.0, 2, 4
-    claim = eps / (2 * w)
-    last = jnp.zeros(d)
+    eps, w = 1.0, 2
 
-    def dis(key, c, scale):
-        return jnp.mean(jnp.abs(c - last)) + scale * jax.random.laplace(key, ())
+    def make(e):
+        return lambda keys, c: jnp.asarray(
+            wevent.run(keys, np.asarray(c)[None], method="bd", w=w, epsilon=e).published[:, 0]
+        ).astype(jnp.float32)
 
-    def mech(key, c):
-        return dis(key, c, 2 * w / (eps * d))
-
-    def mutant(key, c):  # sensitivity taken as 1/(2d) instead of 1/d
-        return dis(key, c, w / (eps * d))
-
-    del wevent
-    return claim, mech, mutant, jnp.zeros(d), jnp.zeros(d).at[0].set(1.0), {}
+    return eps / (2 * w), make(eps), make(2 * eps), np.zeros(4), np.array([1.0, 0.0, 0.0, 0.0]), dict(
+        batched=True, discrete=True
+    )
 
 
 def wevent_publication_case():
@@ -309,28 +306,32 @@ CASES["histogram P-HP"] = php_case
 
 
 def compressive_case():
-    """The compressive mechanism's measurement step: y* = ΦD + Lap(√k/ε)^k with a public Φ ∈ {±1/√k}^{k×n}.
+    """The compressive mechanism's measurement step through `jaxdp.compressive.measure`: y* = ΦD + Lap(√k/ε)^k
+    with a public Φ ∈ {±1/√k}^{k×n}.
 
     Neighbours at L1 distance 1 (D = 0 vs D = e_0). Statistic: the log-likelihood ratio of the two inputs
-    (the most powerful test), rounded to 4 decimals. The mutant calibrates the noise to sensitivity 1 (forgetting that the k
-    samples move by √k in L1, Appendix A).
+    (the most powerful test), rounded to 4 decimals. The mutant calibrates the noise to sensitivity 1
+    (forgetting that the k samples move by √k in L1, Appendix A): the library called with ε·√k.
     """
     from jaxdp import compressive
 
     eps, k, n = 1.0, 4, 4
-    phi = compressive.projection(jax.random.key(123), k, n, jnp.float32)
+    key_phi = jax.random.key(123)
+    phi = compressive.measure(key_phi, jax.random.key(0), jnp.zeros(n), epsilon=eps, k=k)[0]
     y0 = jnp.zeros(k)
     y1 = phi[:, 0]
 
-    def make(scale):
+    def make(e):
+        scale = np.sqrt(k) / eps  # the LLR's scale: the claimed calibration
+
         def mech(key, d):
-            y = phi @ d + scale * jax.random.laplace(key, (k,))
+            y = compressive.measure(key_phi, key, d, epsilon=e, k=k)[1]
             # rounded so that the atom at the maximal ratio is not split by float rounding of the sum
             return jnp.round(jnp.sum(jnp.abs(y - y0) - jnp.abs(y - y1)) / scale, 4)
 
         return mech
 
-    return eps, make(np.sqrt(k) / eps), make(1.0 / eps), jnp.zeros(n), jnp.zeros(n).at[0].set(1.0), {}
+    return eps, make(eps), make(eps * np.sqrt(k)), jnp.zeros(n), jnp.zeros(n).at[0].set(1.0), {}
 
 
 CASES["compressive measurement"] = compressive_case

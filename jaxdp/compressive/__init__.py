@@ -58,10 +58,11 @@ from jaxdp.compressive.mechanism import (
     compressive_many,
     laplace_identity,
     max_sparsity,
+    measure,
     measurements,
     projection,
     sparsity_scores,
 )
 from jaxdp.compressive.recovery import basis_matrix, min_c5, psi_ops, recover
 
-__all__ = ['BUNDLED', 'CompressiveConfig', 'CompressiveResult', 'TreeCounter', 'basis_matrix', 'bundled_vector', 'cmco', 'compressive', 'compressive_many', 'continual_identity', 'laplace_identity', 'load_vector', 'max_sparsity', 'measurements', 'min_c5', 'projection', 'recover', 'sparsity_scores', 'synthetic_compressible', 'tree_counter']
+__all__ = ['BUNDLED', 'CompressiveConfig', 'measure', 'CompressiveResult', 'TreeCounter', 'basis_matrix', 'bundled_vector', 'cmco', 'compressive', 'compressive_many', 'continual_identity', 'laplace_identity', 'load_vector', 'max_sparsity', 'measurements', 'min_c5', 'projection', 'recover', 'sparsity_scores', 'synthetic_compressible', 'tree_counter']

@@ -14,7 +14,7 @@ from jaxtyping import Array, Float
 from jaxdp import _validate, mechanisms
 from jaxdp.compressive.recovery import _recover, min_c5, psi_ops
 
-__all__ = ['CompressiveConfig', 'sparsity_scores', 'max_sparsity', 'measurements', 'projection', 'CompressiveResult', 'compressive', 'laplace_identity', 'compressive_many']
+__all__ = ['measure', 'CompressiveConfig', 'sparsity_scores', 'max_sparsity', 'measurements', 'projection', 'CompressiveResult', 'compressive', 'laplace_identity', 'compressive_many']
 
 
 class CompressiveConfig(NamedTuple):
@@ -211,14 +211,27 @@ class _HashableMatrix:
         return isinstance(other, _HashableMatrix) and np.array_equal(self.m, other.m)
 
 
+def measure(key_phi: jax.Array, key_noise: jax.Array, d, *, epsilon, k: int, noise: str = "float"):
+    """Algorithm 1's measurement step (traceable core): ``(Φ, y* = ΦD + Lap(√k/ε)^k)``.
+
+    Privacy: Φ ∈ {±1/√k}^{k×n} is public (drawn from `key_phi`); for neighbours at L1 distance ≤ 1 the k
+    samples ``ΦD`` move by at most √k in L1 (Appendix A), so ``y*`` is ε-DP. Scale `epsilon` by 1/Δ for
+    neighbours at distance Δ. Everything after it (sparse recovery) is post-processing.
+
+    Returns:
+      ``(phi [k, n], y_star [k])`` in the dtype of `d`.
+    """
+    phi = projection(key_phi, k, d.shape[0], d.dtype)
+    y_star = mechanisms.laplace_mechanism(key_noise, phi @ d, epsilon=epsilon, sensitivity=math.sqrt(k), noise=noise)
+    return phi, y_star
+
+
+
 @functools.partial(jax.jit, static_argnums=(3, 5, 6, 7, 8, 9))
 def _compressive_jit(k_phi, k_noise, d, s, eps_noise, k, basis, iterations, refit, noise="float"):
     n = d.shape[0]
     basis = basis.m if isinstance(basis, _HashableMatrix) else basis
-    phi = projection(k_phi, k, n, d.dtype)
-    y = phi @ d
-    # the k samples move by at most √k (× Δ, folded into eps_noise) in L1: Appendix A
-    y_star = mechanisms.laplace_mechanism(k_noise, y, epsilon=eps_noise, sensitivity=math.sqrt(k), noise=noise)
+    phi, y_star = measure(k_phi, k_noise, d, epsilon=eps_noise, k=k, noise=noise)
     psi_x, psi_t = psi_ops(basis, n, d.dtype)
     return _recover(phi, y_star, s, psi_x, psi_t, iterations, refit)
 

@@ -95,7 +95,7 @@ def params(config: HVCConfig, lo: np.ndarray, hi: np.ndarray, dtype) -> CodecPar
         config.block_size, bounds, kinds=config.kinds, order=config.order, accounting=config.accounting
     )
     dtype = np.dtype(dtype)
-    tab = quantize._device_tables(tab, dtype)
+    tab = quantize.device_tables(tab, dtype)
     width = hi - lo
     return CodecParams(tab, jnp.asarray(lo, dtype), jnp.asarray(hi, dtype), jnp.asarray(np.sum(width**2), dtype))
 
@@ -127,10 +127,10 @@ def _step_draws(config: HVCConfig, key, nd: int, dtype) -> _StepDraws:
 def _step(config: HVCConfig, prm: CodecParams, state: CodecState, block, key, pub: BlockInputs):
     """One block: Algorithm 2 (mode) then Algorithm 1 (quantizer). Pure and traceable."""
     draws = _step_draws(config, key, block.shape[0] * block.shape[1], block.dtype)
-    return _step_drawn(config, prm, state, block, draws, pub)
+    return step_drawn(config, prm, state, block, draws, pub)
 
 
-def _step_drawn(config: HVCConfig, prm: CodecParams, state: CodecState, block, draws: _StepDraws, pub: BlockInputs):
+def step_drawn(config: HVCConfig, prm: CodecParams, state: CodecState, block, draws: _StepDraws, pub: BlockInputs):
     """`_step` with the step's random numbers drawn beforehand (`_step_draws`)."""
     ql, qe, e = config.budget_split
     # A block with ε = 0 (the frame-mean layer found its blocks hopeless and spent the frame on the means)
@@ -142,7 +142,7 @@ def _step_drawn(config: HVCConfig, prm: CodecParams, state: CodecState, block, d
     n = block.shape[0]
     xc = jnp.clip(jnp.where(jnp.isnan(block), 0.5 * (prm.lo + prm.hi), block), prm.lo, prm.hi)
     if config.reorder == "paper":  # NOT DP (DESIGN note 3): permutations computed from the raw block
-        perms = _paper_permutations(xc, preds, config.reorder_cost, config.reorder_strategy)
+        perms = paper_permutations(xc, preds, config.reorder_cost, config.reorder_strategy)
         xs = xc[perms]  # [P, n, d]: ψ_φ X for every mode
     else:
         perms = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32), (preds.shape[0], n))
@@ -181,7 +181,7 @@ def _step_drawn(config: HVCConfig, prm: CodecParams, state: CodecState, block, d
     return state, released, info
 
 
-def _paper_permutations(xc, preds, cost_bound: int, strategy: str):
+def paper_permutations(xc, preds, cost_bound: int, strategy: str):
     """Host callback: Algorithm 2's permutation for every candidate prediction (`jaxdp.hvc.reorder`)."""
     from jaxdp.hvc import reorder
 
@@ -201,7 +201,7 @@ def step(
     base = jnp.zeros(prm.lo.shape, dtype) if base is None else jnp.asarray(base, dtype)
     energy = jnp.asarray(jnp.inf if energy is None else energy, dtype)
     pub = BlockInputs(jnp.asarray(eps_block, dtype), base, energy)
-    return _step_jit(_static(config), prm, state, jnp.asarray(block, dtype), key, pub)
+    return _step_jit(static_config(config), prm, state, jnp.asarray(block, dtype), key, pub)
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
@@ -219,7 +219,7 @@ def _all_draws(config, blocks, keys):
 def _scan_drawn(config, prm, state, blocks, draws, pub):
     def body(carry, xs):
         block, drawn, p = xs
-        carry, released, info = _step_drawn(config, prm, carry, block, drawn, p)
+        carry, released, info = step_drawn(config, prm, carry, block, drawn, p)
         return carry, (released, info)
 
     return jax.lax.scan(body, state, (blocks, draws, pub), unroll=_UNROLL)
@@ -279,10 +279,10 @@ def run_streams(config: HVCConfig, prm: CodecParams, state: CodecState, blocks, 
     Inputs may be sharded over the stream axis (`jax.sharding`); the computation then runs on all
     devices of the mesh, each on its share of the streams.
     """
-    return _run_streams_jit(_static(config), prm, state, blocks, keys, pub)
+    return _run_streams_jit(static_config(config), prm, state, blocks, keys, pub)
 
 
-def _static(config: HVCConfig) -> HVCConfig:
+def static_config(config: HVCConfig) -> HVCConfig:
     """The part of a config the compiled loop depends on (ε, l, bounds and b enter as arrays)."""
     return dataclasses.replace(
         config, epsilon=1.0, target_length=None, records_per_subject=None, bounds=((0.0,), (1.0,)), frame_blocks=1,
@@ -303,10 +303,10 @@ def run(
     `keys` has shape ``[B]`` (one per block) or ``[R, B]`` for R independent repetitions run as
     one vmapped program (outputs then gain a leading ``[R]`` axis; `pub.base` may then be ``[R, B, d]``).
     """
-    static = _static(config)
+    static = static_config(config)
     if keys.ndim == 2:
         return _run_many_jit(static, prm, state, blocks, keys, pub)
-    run_fn = _run_fn(static, blocks.shape[-2] * blocks.shape[-1])
+    run_fn = run_program(static, blocks.shape[-2] * blocks.shape[-1])
     if run_fn is _run_jit_one_kernel:
         try:
             return run_fn(static, prm, state, blocks, keys, pub)
@@ -315,7 +315,7 @@ def run(
     return _run_jit(static, prm, state, blocks, keys, pub)
 
 
-def _run_fn(config: HVCConfig, block_entries: int):
+def run_program(config: HVCConfig, block_entries: int):
     """The jitted single-stream loop for blocks of `block_entries` = n·d values (`jaxdp.hvc.cpu_loop`)."""
     return _run_jit_one_kernel if one_kernel_loop(config, block_entries) else _run_jit
 

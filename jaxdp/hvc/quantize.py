@@ -270,7 +270,7 @@ class _BlockDraws(NamedTuple):
 
 
 def _block_draws(key, nd: int, dtype, noise: str = "float") -> _BlockDraws:
-    """Everything random in `_quantize_block` for one block, from its key (same derivation).
+    """Everything random in `quantize_block_core` for one block, from its key (same derivation).
 
     Separate so that a `lax.scan` over blocks can draw all of it in one vectorized call before
     the loop: on CPU, JAX lowers threefry to a rolled loop whose per-call cost dominates a small
@@ -283,7 +283,7 @@ def _block_draws(key, nd: int, dtype, noise: str = "float") -> _BlockDraws:
     return _BlockDraws(u, mechanisms.standard_laplace(k_noise, (nd,), dtype))
 
 
-def _quantize_block(key, x, x_hat, tab, eps_laplace, eps_select, theta, prune=False, noise="float"):
+def quantize_block_core(key, x, x_hat, tab, eps_laplace, eps_select, theta, prune=False, noise="float"):
     draws = _block_draws(key, x.shape[0] * x.shape[1], x.dtype, noise)
     return _quantize_block_drawn(draws, x, x_hat, tab, eps_laplace, eps_select, theta, prune, noise)
 
@@ -354,7 +354,7 @@ def _prepare(x, x_hat, bounds, kinds, order, accounting):
         x_hat = x_hat.astype(dtype)
     else:
         x_hat = jnp.broadcast_to(x_hat.astype(dtype), (*batch, n, d)).reshape(-1, n, d)
-    tab = _device_tables(tab, np.dtype(dtype))
+    tab = device_tables(tab, np.dtype(dtype))
     return x, x_hat, tab, batch, dtype
 
 
@@ -399,7 +399,7 @@ def _map_blocks(block_fn, per_block, x_hat, tab):
 _DEVICE_CACHE: dict = {}
 
 
-def _device_tables(tab: QuantizerTables, dtype: np.dtype) -> QuantizerTables:
+def device_tables(tab: QuantizerTables, dtype: np.dtype) -> QuantizerTables:
     """Device copies of the (cached, immutable) host tables in the compute dtype, cached too."""
     key = (id(tab), dtype)
     hit = _DEVICE_CACHE.get(key)
@@ -498,7 +498,7 @@ def selection_probabilities(
 @functools.partial(jax.jit, static_argnames=("theta",))
 def _quantize_jit(keys, x, x_hat, tab, eps_laplace, eps_select, *, theta):
     return _map_blocks(
-        lambda kb, xb, hb, t: _quantize_block(kb, xb, hb, t, eps_laplace, eps_select, theta), (keys, x), x_hat, tab
+        lambda kb, xb, hb, t: quantize_block_core(kb, xb, hb, t, eps_laplace, eps_select, theta), (keys, x), x_hat, tab
     )
 
 

@@ -105,7 +105,7 @@ class Result:
 # ----------------------------------------------------------------------------------------------
 
 
-class _Planner:
+class Planner:
     """Incremental buffer: decides which input rows form each frame and when it is emitted."""
 
     def __init__(self, m: int, limit: int | None, cap: int | None = None):
@@ -334,9 +334,9 @@ def _frame_epsilon(config: HVCConfig, size, limit):
 
 
 def _plan_all(config: HVCConfig, n_rows: int, ids, limit):
-    planner = _Planner(config.frame_size, limit, config.records_per_subject)
-    if ids is None:  # every row its own subject: what `_Planner.feed` does, without a loop per row
-        return _plan_distinct(planner, n_rows), planner
+    planner = Planner(config.frame_size, limit, config.records_per_subject)
+    if ids is None:  # every row its own subject: what `Planner.feed` does, without a loop per row
+        return plan_distinct(planner, n_rows), planner
     frames = []
     subjects = range(n_rows) if ids is None else ids
     for row, subject in enumerate(subjects):
@@ -345,8 +345,8 @@ def _plan_all(config: HVCConfig, n_rows: int, ids, limit):
     return frames, planner
 
 
-def _plan_distinct(planner: _Planner, n_rows: int) -> list[tuple[np.ndarray, int]]:
-    """Frames of `_Planner` when all rows have distinct subjects (`_Planner.feed_distinct` over all
+def plan_distinct(planner: Planner, n_rows: int) -> list[tuple[np.ndarray, int]]:
+    """Frames of `Planner` when all rows have distinct subjects (`Planner.feed_distinct` over all
     rows, then the final flush): consecutive runs of m rows up to the limit l, each released at
     its last row; rows after the limit are dropped."""
     frames, _ = planner.feed_distinct(0, n_rows)
@@ -782,7 +782,7 @@ class StreamAnonymizer:
             self.state = codec.init(config, self.d, self.dtype)
         self.out_dtype = _output_dtype(self.lo, self.hi, self.dtype)
         self.frame_means = _FrameMeans(config, self.hi - self.lo)
-        self.planner = _Planner(config.frame_size, config.target_length, config.records_per_subject)
+        self.planner = Planner(config.frame_size, config.target_length, config.records_per_subject)
         self.frames_fr = _Frames(config, self.lo, self.hi, config.target_length, self.dtype)
         self.pending: dict[int, np.ndarray] = {}  # input row -> record, for buffered rows only
         self.rows_seen = 0

@@ -280,7 +280,7 @@ def _check_scale(scale, limit=MAX_SCALE):
         )
 
 
-def _canonical_sum(rc, neg, w, qc, j):
+def canonical_sum(rc, neg, w, qc, j):
     """S = rc ± (W + 2^j Q) exactly, in the canonical form ``(H, L, 2^j)`` with S = H·2^j + L, 0 ≤ L < 2^j.
 
     All int32: |rc| < 2²⁹, W < 2^j ≤ 2²⁸, Q < 2³⁰. Any float made from (H, L) is a function of S alone.
@@ -312,7 +312,7 @@ def snap_and_add(key: jax.Array, x, *, scale, spacing) -> jax.Array:
     neg, w, qc, j = _sample_parts(key, ratio, x.shape)
     lim = float(2**29 - 1)
     rc = jnp.clip(jnp.round(x / spacing), -lim, lim).reshape(-1).astype(jnp.int32)
-    high, low, pow_j = _canonical_sum(rc, neg, w, qc, j)
+    high, low, pow_j = canonical_sum(rc, neg, w, qc, j)
     total = high.astype(dtype) * pow_j.astype(dtype) + low.astype(dtype)  # a function of S only
     total = jnp.where(ratio.reshape(-1) < MAX_SCALE, total, jnp.nan)  # never clamp the noise down
     return (total.reshape(x.shape)) * spacing
@@ -332,7 +332,7 @@ class _Coin(NamedTuple):
     heads: jax.Array  # bool: the result (valid when done)
 
 
-def _coin_fresh(n_int, frac) -> _Coin:
+def coin_fresh(n_int, frac) -> _Coin:
     shape = n_int.shape
     return _Coin(
         n_int.astype(jnp.uint32), jnp.ones(shape, jnp.uint32), jnp.zeros(shape, jnp.int32),
@@ -340,7 +340,7 @@ def _coin_fresh(n_int, frac) -> _Coin:
     )  # fmt: skip
 
 
-def _coin_advance(c: _Coin, u, frac) -> _Coin:
+def coin_advance(c: _Coin, u, frac) -> _Coin:
     """One word for every coin. γ = 1 (while n_left > 0: X starts at rem = 1, words 0) or γ = f/2³²."""
     unit = c.n_left > 0
     word = jnp.where(unit | (c.pos != 0), _u32(0), frac)
@@ -366,7 +366,7 @@ def _coin_advance(c: _Coin, u, frac) -> _Coin:
     return _Coin(n_left, k, pos.astype(jnp.int32), rem, c.done | finished, heads)
 
 
-def _run_coins(key, n_int, frac):
+def run_coins(key, n_int, frac):
     """Flip every coin Bernoulli(exp(−(n + f/2³²))) to completion (lock step; coins finish fast)."""
     size = n_int.shape[0]
 
@@ -376,9 +376,9 @@ def _run_coins(key, n_int, frac):
     def body(st):
         c, it = st
         u = jax.random.bits(jax.random.fold_in(key, it), (size,), jnp.uint32)
-        return _coin_advance(c, u, frac), it + 1
+        return coin_advance(c, u, frac), it + 1
 
-    c, _ = jax.lax.while_loop(cond, body, (_coin_fresh(n_int, frac), jnp.zeros((), jnp.uint32)))
+    c, _ = jax.lax.while_loop(cond, body, (coin_fresh(n_int, frac), jnp.zeros((), jnp.uint32)))
     return c.heads
 
 
@@ -418,7 +418,7 @@ def exponential_integer(key, distance, allowed, rate):
         ranks = (jax.random.bits(k_prop, (slots,), jnp.uint32) >> (32 - bits)).astype(jnp.int32)
         valid = ranks < count
         cand = index_of_rank[jnp.minimum(ranks, slots - 1)]
-        heads = _run_coins(k_coin, x_hi[cand], x_lo[cand]) & valid
+        heads = run_coins(k_coin, x_hi[cand], x_lo[cand]) & valid
         first = jnp.argmax(heads)
         return jnp.where(jnp.any(heads), cand[first], -1), rnd + 1
 

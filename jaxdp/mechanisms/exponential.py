@@ -312,7 +312,7 @@ def _exponential_segments_exact(key, scores, segment, active, epsilon, sensitivi
         r = (u >> (32 - b)).astype(jnp.int32)
         valid = has & (r < count[slot_seg]) & (winner[slot_seg] < 0)
         cand = by_rank[jnp.minimum(first_rank[slot_seg] + r, n - 1)]
-        heads = exact._run_coins(k_coin, x_hi[cand], x_lo[cand]) & valid
+        heads = exact.run_coins(k_coin, x_hi[cand], x_lo[cand]) & valid
         got = jax.ops.segment_min(jnp.where(heads, idx, n), slot_seg, num_segments=n)  # first slot that won
         new = jnp.where(got < n, cand[jnp.minimum(got, n - 1)], -1)
         return jnp.where(winner < 0, new, winner), rnd + 1

@@ -81,7 +81,7 @@ def laplace(
     Privacy:
       Adding ``Lap(Δ₁/ε)`` to a query of L1 sensitivity Δ₁ is ε-DP (Dwork & Roth, Thm. 3.6). This
       sampler uses the textbook float inverse-CDF transform, which has the floating-point leak of
-      Mironov (2012); a float-safe option is planned (DESIGN note 5).
+      Mironov (2012); the exact, float-safe sampler is `grid_laplace` (``noise="grid"``; DESIGN note 5).
 
     Args:
       key: a typed PRNG key (`jax.random.key`), used once.

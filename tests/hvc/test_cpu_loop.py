@@ -32,8 +32,8 @@ def _entry_computation(config, n, dtype):
     prm = codec.params(config, np.zeros(13), HI, dtype)
     blocks = jnp.zeros((64, n, 13), dtype)
     keys = jax.random.split(jax.random.key(0), 64)
-    text = codec._run_fn(codec._static(config), n * 13).lower(
-        codec._static(config), prm, codec.init(config, 13, dtype), blocks, keys,
+    text = codec.run_program(codec.static_config(config), n * 13).lower(
+        codec.static_config(config), prm, codec.init(config, 13, dtype), blocks, keys,
         codec.BlockInputs(jnp.ones(64, dtype), jnp.zeros((64, 13), dtype), jnp.full(64, jnp.inf, dtype)),
     ).compile().as_text()
     entry = text[text.index("ENTRY"):]

@@ -312,13 +312,13 @@ def test_the_codec_step_is_traced_once_not_per_block(key, monkeypatch):
     from jaxdp.hvc import codec as codec_mod
 
     calls = []
-    real = codec_mod._step_drawn  # the scan body (its random numbers are drawn before the loop)
+    real = codec_mod.step_drawn  # the scan body (its random numbers are drawn before the loop)
 
     def counting(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(codec_mod, "_step_drawn", counting)
+    monkeypatch.setattr(codec_mod, "step_drawn", counting)
     cfg = jaxdp.HVCConfig(4, 2, 5.0, bounds=np.ones(3), history=3)  # a config no other test compiles
     jaxdp.anonymize(key, np.full((4 * 50, 3), 0.5), cfg)  # 50 blocks
     traced = len(calls)
@@ -332,13 +332,13 @@ def test_the_codec_step_is_traced_once_not_per_block(key, monkeypatch):
 def test_distinct_subject_plan_equals_the_planner_loop(n_rows, m, limit):
     from jaxdp.hvc import stream as stream_mod
 
-    loop = stream_mod._Planner(m, limit)
+    loop = stream_mod.Planner(m, limit)
     want = []
     for row in range(n_rows):
         want.extend(loop.feed(row, ("row", row)))
     want.extend(loop.flush(n_rows - 1))
-    fast = stream_mod._Planner(m, limit)
-    got = stream_mod._plan_distinct(fast, n_rows)
+    fast = stream_mod.Planner(m, limit)
+    got = stream_mod.plan_distinct(fast, n_rows)
     assert [(list(rows), release) for rows, release in got] == want
     assert (fast.accepted, fast.superseded, fast.dropped, fast.closed) == (
         loop.accepted, loop.superseded, loop.dropped, loop.closed
@@ -347,13 +347,13 @@ def test_distinct_subject_plan_equals_the_planner_loop(n_rows, m, limit):
 
 @pytest.mark.parametrize("seed", range(40))
 def test_bulk_distinct_feed_equals_the_per_row_feed(seed):
-    """`_Planner.feed_distinct` (StreamAnonymizer.push without ids) = `feed` per row, also after pushes with ids."""
+    """`Planner.feed_distinct` (StreamAnonymizer.push without ids) = `feed` per row, also after pushes with ids."""
     from jaxdp.hvc import stream as stream_mod
 
     rng = np.random.default_rng(seed)
     m = int(rng.integers(1, 9))
     limit = None if seed % 3 == 0 else int(rng.integers(1, 120))
-    loop, bulk = stream_mod._Planner(m, limit), stream_mod._Planner(m, limit)
+    loop, bulk = stream_mod.Planner(m, limit), stream_mod.Planner(m, limit)
     row = 0
     for _ in range(8):
         count = int(rng.integers(0, 25))
@@ -383,13 +383,13 @@ def test_pushes_of_any_size_share_a_few_compiled_programs_and_match_batch(key, m
     from jaxdp.hvc import codec as codec_mod
 
     calls = []
-    real = codec_mod._step_drawn
+    real = codec_mod.step_drawn
 
     def counting(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(codec_mod, "_step_drawn", counting)
+    monkeypatch.setattr(codec_mod, "step_drawn", counting)
     rng = np.random.default_rng(9)
     records = rng.uniform(0, [4.0, 3.0], size=(700, 2))
     cfg = jaxdp.HVCConfig(2, 1, 5000.0, bounds=np.array([4.0, 3.0]), history=2, target_length=700)  # used nowhere else

@@ -105,7 +105,7 @@ def test_canonical_sum_depends_on_the_exact_integer_only(j):
     w = rng.integers(0, 2**j, n)
     q = rng.integers(0, 2**30 - 1, n) >> rng.integers(0, 30, n)
     s = rc + np.where(neg, -1, 1) * (w + (q << j))
-    hi, lo, pw = exact._canonical_sum(jnp.asarray(rc, jnp.int32), jnp.asarray(neg), jnp.asarray(w, jnp.uint32),
+    hi, lo, pw = exact.canonical_sum(jnp.asarray(rc, jnp.int32), jnp.asarray(neg), jnp.asarray(w, jnp.uint32),
                                       jnp.asarray(q, jnp.int32), jnp.full(n, j, jnp.int32))  # fmt: skip
     np.testing.assert_array_equal(np.asarray(hi, np.int64), s >> j)
     np.testing.assert_array_equal(np.asarray(lo, np.int64), s & ((1 << j) - 1))
@@ -115,13 +115,13 @@ def test_canonical_sum_depends_on_the_exact_integer_only(j):
 def test_comparison_ties_continue_with_the_next_word():
     """Bernoulli(exp(−γ)) with γ = 1/2 (word 0x80000000): a uniform word equal to the threshold is a
     tie (U's next words decide), one above it loses the K = 1 comparison (coin = heads)."""
-    coin = exact._coin_fresh(jnp.zeros(3, jnp.uint32), None)
+    coin = exact.coin_fresh(jnp.zeros(3, jnp.uint32), None)
     frac = jnp.full(3, 0x80000000, jnp.uint32)
     u1 = jnp.asarray([0x80000000, 0x80000001, 0x7FFFFFFF], jnp.uint32)
-    c = exact._coin_advance(coin, u1, frac)
+    c = exact.coin_advance(coin, u1, frac)
     assert list(np.asarray(c.done)) == [False, True, False]  # tie / U > γ: coin decided / U < γ: K = 2
     assert bool(c.heads[1]) and int(c.pos[0]) == 1 and int(c.k[2]) == 2
-    c = exact._coin_advance(c, jnp.asarray([1, 0, 0], jnp.uint32), frac)  # U = 0.5 + 2^-64 > γ: heads
+    c = exact.coin_advance(c, jnp.asarray([1, 0, 0], jnp.uint32), frac)  # U = 0.5 + 2^-64 > γ: heads
     assert bool(c.done[0]) and bool(c.heads[0])
 
 
@@ -129,7 +129,7 @@ def test_comparison_ties_continue_with_the_next_word():
 def test_exp_coins_have_probability_exp_minus_x(key, x):
     n = 400_000
     whole, frac = int(np.floor(x)), np.uint32(round((x - np.floor(x)) * 2**32) % 2**32)
-    heads = np.asarray(exact._run_coins(key, jnp.full(n, whole, jnp.uint32), jnp.full(n, frac, jnp.uint32)))
+    heads = np.asarray(exact.run_coins(key, jnp.full(n, whole, jnp.uint32), jnp.full(n, frac, jnp.uint32)))
     assert scipy.stats.binomtest(int(heads.sum()), n, np.exp(-x)).pvalue > ALPHA
 
 
