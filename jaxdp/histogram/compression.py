@@ -169,6 +169,16 @@ def _tables(n, accounting, norm):
     return dft_sensitivity(n, norm=norm, accounting=accounting)
 
 
+def _score_inputs(hist, epsilon, penalty, accounting, *, norm):
+    """Validated inputs of `spa_scores` / `efpa_scores`: (h, ε, the Δ_norm table, penalty) as device arrays."""
+    _validate.positive_scalar("epsilon", epsilon)
+    penalty = _validate.option("penalty", penalty, PENALTIES)
+    accounting = _validate.option("accounting", accounting, ACCOUNTINGS)
+    h = jnp.asarray(check_histogram(hist), _validate.float_dtype())
+    table = _tables(h.shape[0], accounting, norm)
+    return h, jnp.asarray(epsilon, h.dtype), jnp.asarray(table, h.dtype), penalty
+
+
 def spa_scores(hist, *, epsilon: float, penalty: str = "consistent", accounting: str = "exact") -> Float[Array, " n"]:
     """SPA's ``U(H, k)`` for k = 1 … n: ``sqrt(Σ_{i ≥ k} c_i²) + noise term``, c = `rdft`(H), ε_n = ε/2 the
     noise budget. Sensitivity of U: 1 (the data term is the L2 norm of a projection of H). Shape ``[n]``.
@@ -180,12 +190,8 @@ def spa_scores(hist, *, epsilon: float, penalty: str = "consistent", accounting:
     SPA keeps k ≈ 1 — the flat histograms measured in RESULTS). Δ₂(k) = `dft_sensitivity`(n, norm=2,
     accounting=accounting)[k] (1 with ``"paper"``).
     """
-    _validate.positive_scalar("epsilon", epsilon)
-    penalty = _validate.option("penalty", penalty, PENALTIES)
-    accounting = _validate.option("accounting", accounting, ACCOUNTINGS)
-    h = jnp.asarray(check_histogram(hist), _validate.float_dtype())
-    l2 = _tables(h.shape[0], accounting, 2)
-    return _spa_scores(h, jnp.asarray(epsilon, h.dtype), jnp.asarray(l2, h.dtype), penalty=penalty)
+    h, eps, l2, penalty = _score_inputs(hist, epsilon, penalty, accounting, norm=2)
+    return _spa_scores(h, eps, l2, penalty=penalty)
 
 
 @functools.partial(jax.jit, static_argnames=("penalty",))
@@ -265,12 +271,8 @@ def efpa_scores(hist, *, epsilon: float, penalty: str = "consistent", accounting
     ``"paper"`` ``√2·z/ε`` as printed — the error of ``Lap(√z/ε)``, half the noise, so it under-penalizes
     large k. Δ₁(z) = `dft_sensitivity`(n, accounting=accounting)[z].
     """
-    _validate.positive_scalar("epsilon", epsilon)
-    penalty = _validate.option("penalty", penalty, PENALTIES)
-    accounting = _validate.option("accounting", accounting, ACCOUNTINGS)
-    h = jnp.asarray(check_histogram(hist), _validate.float_dtype())
-    l1 = _tables(h.shape[0], accounting, 1)
-    return efpa_scores_core(h, jnp.asarray(epsilon, h.dtype), jnp.asarray(l1, h.dtype), penalty=penalty)
+    h, eps, l1, penalty = _score_inputs(hist, epsilon, penalty, accounting, norm=1)
+    return efpa_scores_core(h, eps, l1, penalty=penalty)
 
 
 @functools.partial(jax.jit, static_argnames=("penalty",))

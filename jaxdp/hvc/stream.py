@@ -633,6 +633,18 @@ def _compute_dtype(config: HVCConfig, records: np.ndarray):
     return np.dtype(jnp.asarray(records[:0]).dtype)
 
 
+def _assemble(config, released, rows, info, frames, block_frame, lo, hi, dtype, limit, planner, private) -> Result:
+    """The `Result` of a batch run (one stream, or many with a leading axis): records back in release order."""
+    out, index, delay, footrule, frame = _release(released, rows, info.perm, frames, block_frame)
+    out = _unshift(out, lo, _output_dtype(lo, hi, dtype))
+    eps_frames = _frame_epsilon(config, [len(f[0]) for f in frames], limit)
+    return Result(
+        records=out, index=index, delay=delay, footrule=footrule, capped=planner.capped,
+        superseded=planner.superseded, dropped=planner.dropped, epsilon_spent=eps_frames, frame=frame,
+        info=info, private=release_is_private(public_bounds=private, reorder=config.reorder), lo=lo, hi=hi,
+    )  # fmt: skip
+
+
 def _anonymize_planned(key, records, config, ids, lo, hi, private, limit, frames, planner):
     dtype = _compute_dtype(config, records)
     prm = _shift_params(config, lo, hi, dtype)
@@ -643,14 +655,7 @@ def _anonymize_planned(key, records, config, ids, lo, hi, private, limit, frames
     layer = _FrameMeans(config, hi - lo)
     pub = _block_inputs(config, layer, key, blocks, rows, eps, block_frame, frames, limit, dtype)
     _, released, info = _run_padded(config, prm, state, blocks, key, 0, pub, dtype, pad=False)
-    out, index, delay, footrule, frame = _release(released, rows, info.perm, frames, block_frame)
-    out = _unshift(out, lo, _output_dtype(lo, hi, dtype))
-    eps_frames = _frame_epsilon(config, [len(f[0]) for f in frames], limit)
-    return Result(
-        records=out, index=index, delay=delay, footrule=footrule, capped=planner.capped,
-        superseded=planner.superseded, dropped=planner.dropped, epsilon_spent=eps_frames, frame=frame,
-        info=info, private=release_is_private(public_bounds=private, reorder=config.reorder), lo=lo, hi=hi,
-    )  # fmt: skip
+    return _assemble(config, released, rows, info, frames, block_frame, lo, hi, dtype, limit, planner, private)
 
 
 def anonymize_many(keys: jax.Array, streams, config: HVCConfig, *, shard: bool = True) -> Result:
@@ -735,14 +740,7 @@ def anonymize_many(keys: jax.Array, streams, config: HVCConfig, *, shard: bool =
         _, (released, info) = codec.run_streams(config, prm, state, blocks_j, keys_j, pub)
         released = np.asarray(released)[:n_streams]
         info = jax.tree_util.tree_map(lambda a: np.asarray(a)[:n_streams], info)
-    out, index, delay, footrule, frame = _release(released, rows, info.perm, frames, block_frame)
-    out = _unshift(out, lo, _output_dtype(lo, hi, dtype))
-    eps_frames = _frame_epsilon(config, [len(f[0]) for f in frames], limit)
-    return Result(
-        records=out, index=index, delay=delay, footrule=footrule, capped=planner.capped,
-        superseded=planner.superseded, dropped=planner.dropped, epsilon_spent=eps_frames, frame=frame,
-        info=info, private=release_is_private(public_bounds=private, reorder=config.reorder), lo=lo, hi=hi,
-    )  # fmt: skip
+    return _assemble(config, released, rows, info, frames, block_frame, lo, hi, dtype, limit, planner, private)
 
 
 class StreamAnonymizer:
