@@ -5,7 +5,7 @@
    p = 0.5, scale 1000) of n ∈ {1024, 4096, 16384} and on the bundled vectors (n = 1024); R repetitions.
 2. CMCO (k counters, public S, jointly calibrated) vs the continual mechanism (ContM, differences of one
    binary-tree counter): ‖D_t − D*_t‖₂ at t = 64 … T on a compressible stream of length T = 1024.
-   Repetitions run as vmapped programs (`compressive_many` groups the runs by the privately chosen S).
+   Repetitions run as vmapped programs (`compressive` with a key array `[R]` groups the runs by the privately chosen S).
 3. Speed of one CM release (projection, noise, 100 NIHT iterations + 30 CG steps) at n = 65,536 with a
    public S, compile and run separated, against a NumPy implementation of the same NIHT.
 
@@ -38,7 +38,7 @@ def accuracy(reps):
     print("|---|---|---|---|---|---|---|")
     for name, d in vectors.items():
         for eps in EPSILONS:
-            r = C.compressive_many(keys, d, epsilon=eps)  # grouped by S, one vmapped program per group
+            r = C.compressive(keys, d, epsilon=eps)  # keys [R]: grouped by S, one vmapped program per group
             cm = np.linalg.norm(r.release - d, axis=1)
             s, k = r.sparsity, r.k
             lm = np.linalg.norm(np.asarray(jax.vmap(lambda kk: C.laplace_identity(kk, d, epsilon=eps))(keys)) - d, axis=1)

@@ -196,7 +196,7 @@ def utility(reps):
         for eps in EPSILONS:
             res = {m: {} for m in ("KL", "range MSE", "MAE", "MAE clamped", "range MSE clamped")}
             for label, method, kw in VARIANTS:
-                out = np.asarray(jax.vmap(lambda k: H.publish(k, h, method=method, epsilon=eps, **kw))(keys))
+                out = np.asarray(H.publish(keys, h, method=method, epsilon=eps, **kw).counts)  # a key array [R]
                 clamped = H.clamp(out)
                 res["KL"][label] = H.kl_divergence(h, out).mean()
                 res["range MSE"][label] = H.range_query_mse(h, out)[1].mean()

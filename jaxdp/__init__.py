@@ -37,7 +37,7 @@ _NAMES = {
     "StreamAnonymizer": ("hvc.stream", "StreamAnonymizer"),
     "BudgetExhaustedWarning": ("hvc.stream", "BudgetExhaustedWarning"),
     "anonymize": ("hvc.stream", "anonymize"),
-    "anonymize_many": ("hvc.stream", "anonymize_many"),
+    "anonymize_streams": ("hvc.stream", "anonymize_streams"),
     "fresh_key": ("keys", "fresh_key"),
     "fuse_cpu_loops": ("hvc.cpu_loop", "fuse_cpu_loops"),
     "midpoint": ("hvc.baselines", "midpoint"),

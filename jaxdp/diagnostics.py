@@ -57,7 +57,7 @@ def curator_diagnostics(result, records) -> CuratorDiagnostics:
     """Compare a `jaxdp.Result` with the raw input it was made from. **Not differentially private.**
 
     Args:
-      result: a `Result` of `jaxdp.anonymize`, `anonymize_many` (one stream at a time), or a baseline.
+      result: a `Result` of `jaxdp.anonymize`, `anonymize_streams` (one stream at a time), or a baseline.
       records: the raw input stream ``[N, d]`` the result was computed from.
 
     Returns:

@@ -2,32 +2,71 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
 import numpy as np
 
+from jaxdp import _validate
 from jaxdp.bucketize.heuristics import Bucketing
 
-__all__ = ['publish']
+__all__ = ['PublishedTables', 'publish']
 
 
-# --------------------------------------------------------------------------------------- publication, checks
-def publish(qi, sa, bucketing: Bucketing, *, fake: int = 0, seed: int | None = None, domain=None):
-    """The two published tables: QIT (QI rows + BID) and ST (BID, SA), rows of ST shuffled per bucket.
+class PublishedTables(NamedTuple):
+    """The two published tables, QIT(QI, BID) and ST(BID, SA), and the curator-only fake-row marks.
+
+    Attributes:
+      qi: the QI rows ``[N, …]`` as given (QIT). bucket: their bucket ids ``[N]`` (QIT's BID).
+      st_bucket: ST's BID column ``[M]`` (M = N + σ·buckets). st_value: ST's SA column ``[M]``, shuffled
+        within every bucket.
+      is_fake: ``[M]``, True on the σ fake rows of each bucket — **for evaluation only: never publish it**
+        (it tells the corruption attack of Sec. 6 which values to ignore).
+    """
+
+    qi: np.ndarray
+    bucket: np.ndarray
+    st_bucket: np.ndarray
+    st_value: np.ndarray
+    is_fake: np.ndarray
+
+
+def publish(key: jax.Array, qi, sa, bucketing: Bucketing, *, fake: int = 0, domain=None) -> PublishedTables:
+    """QIT (QI rows + BID) and ST (BID, SA), rows of ST shuffled per bucket.
 
     With ``fake = σ > 0`` every bucket's ST also gets σ fake SA values (Section 6), drawn without
-    replacement from the SA domain minus the values already in the bucket (so they are indistinguishable
-    by value). Returns ``(qit, st, is_fake)`` where `is_fake` marks the fake ST rows (for evaluation only:
-    never publish it).
+    replacement from the SA domain (`domain`, default the values present) minus the values already in
+    the bucket, so they are indistinguishable by value.
 
-    The shuffle and the fake values are secret randomness: by default they come from a generator seeded
-    with fresh operating-system entropy (NumPy's `default_rng()`, 128 bits). Pass `seed` only to
-    reproduce a result: anyone who knows the seed can tell fake rows from real ones.
+    The shuffle and the fake values are secret randomness, drawn from `key` as every jaxdp release is:
+    pass `jaxdp.fresh_key()` for a publication (anyone who knows the key can tell fake rows from real
+    ones), `jaxdp.keys.key_from_seed` only to reproduce one.
+
+    Args:
+      key: typed PRNG key, used once. qi: QI rows ``[N, …]``. sa: SA values ``[N]``.
+      bucketing: a `Bucketing` of the N records. fake: σ ≥ 0 fake values per bucket.
+      domain: the SA domain the fake values come from (default: the values in `sa`).
+
+    Returns:
+      `PublishedTables`.
+
+    Raises:
+      ValueError: shapes that disagree, σ < 0, or a bucket with fewer than σ SA values left.
     """
+    _validate.key(key)
+    if key.ndim:
+        raise ValueError(f"key must be one typed key (a publication is one draw), got shape {key.shape}.")
     qi = np.asarray(qi)
     sa = np.asarray(sa)
     bid = np.asarray(bucketing.bucket)
     if qi.shape[0] != sa.shape[0] or bid.shape[0] != sa.shape[0]:
         raise ValueError("qi, sa and the bucketing must have one entry per record.")
-    rng = np.random.default_rng(seed)  # seed=None: fresh OS entropy
+    if isinstance(fake, bool) or not isinstance(fake, (int, np.integer)) or fake < 0:
+        raise ValueError(f"fake must be an int >= 0 (fake values per bucket), got {fake!r}.")
+    # NumPy's generator, seeded from the key's bits (all of its entropy): the per-bucket draws are host work
+    words = np.asarray(jax.random.bits(key, (4,), jnp.uint32)).tolist()
+    rng = np.random.default_rng(np.random.SeedSequence(words))
     domain = np.unique(sa) if domain is None else np.asarray(domain)
     st_b, st_v, st_f = [], [], []
     for g in np.unique(bid):
@@ -40,6 +79,4 @@ def publish(qi, sa, bucketing: Bucketing, *, fake: int = 0, seed: int | None = N
         f = np.concatenate([np.zeros(vals.size, bool), np.ones(fk.size, bool)])
         perm = rng.permutation(v.size)
         st_b.append(np.full(v.size, g)), st_v.append(v[perm]), st_f.append(f[perm])
-    qit = (qi, bid)
-    st = (np.concatenate(st_b), np.concatenate(st_v))
-    return qit, st, np.concatenate(st_f)
+    return PublishedTables(qi, bid, np.concatenate(st_b), np.concatenate(st_v), np.concatenate(st_f))

@@ -55,7 +55,6 @@ from jaxdp.compressive.mechanism import (
     CompressiveConfig,
     CompressiveResult,
     compressive,
-    compressive_many,
     laplace_identity,
     max_sparsity,
     measure,
@@ -65,4 +64,4 @@ from jaxdp.compressive.mechanism import (
 )
 from jaxdp.compressive.recovery import basis_matrix, min_c5, psi_ops, recover
 
-__all__ = ['BUNDLED', 'CompressiveConfig', 'measure', 'CompressiveResult', 'TreeCounter', 'basis_matrix', 'bundled_vector', 'cmco', 'compressive', 'compressive_many', 'continual_identity', 'laplace_identity', 'load_vector', 'max_sparsity', 'measurements', 'min_c5', 'projection', 'recover', 'sparsity_scores', 'synthetic_compressible', 'tree_counter']
+__all__ = ['BUNDLED', 'CompressiveConfig', 'measure', 'CompressiveResult', 'TreeCounter', 'basis_matrix', 'bundled_vector', 'cmco', 'compressive', 'continual_identity', 'laplace_identity', 'load_vector', 'max_sparsity', 'measurements', 'min_c5', 'projection', 'recover', 'sparsity_scores', 'synthetic_compressible', 'tree_counter']

@@ -14,7 +14,7 @@ from jaxtyping import Array, Float
 from jaxdp import _validate, mechanisms
 from jaxdp.compressive.recovery import _recover, min_c5, psi_ops
 
-__all__ = ['measure', 'CompressiveConfig', 'sparsity_scores', 'max_sparsity', 'measurements', 'projection', 'CompressiveResult', 'compressive', 'laplace_identity', 'compressive_many']
+__all__ = ['measure', 'CompressiveConfig', 'sparsity_scores', 'max_sparsity', 'measurements', 'projection', 'CompressiveResult', 'compressive', 'laplace_identity']
 
 
 class CompressiveConfig(NamedTuple):
@@ -128,11 +128,16 @@ def _check_vector(d, name="d") -> np.ndarray:
 
 
 class CompressiveResult(NamedTuple):
-    """Output of `compressive`: the release D* ``[n]``, the sparsity S and number of samples k used."""
+    """Output of `compressive`: the release D* ``[n]``, the sparsity S and number of samples k used
+    (``[R, n]``, ``[R]``, ``[R]`` for a key array ``[R]``), the ε each release spent (publishing all R
+    spends R·ε) and `private` (True: ε-DP given a secret key used once; jaxdp cannot see where a key
+    came from). S and k are releasable: derived from private outputs or public settings."""
 
     release: jax.Array
     sparsity: int
     k: int
+    epsilon_spent: float
+    private: bool
 
 
 def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig = CompressiveConfig(),
@@ -147,7 +152,9 @@ def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig 
       computed C₅) and ε_n = ε − ε_s; with a public `sparsity`, ε_n = ε.
 
     Args:
-      key: typed PRNG key (split inside: Φ, choice of S, noise).
+      key: typed PRNG key (split inside: Φ, choice of S, noise), or a key array ``[R]`` for R
+        independent releases: S is drawn for all keys at once, then the runs are grouped by S (hence k)
+        and each group is one vmapped call (same distribution as R calls, not the same draws).
       d: the vector D, shape ``[n]``.
       epsilon: total ε > 0.
       config: `CompressiveConfig`.
@@ -159,9 +166,13 @@ def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig 
       `CompressiveResult` (S and k are releasable: derived from private outputs).
     """
     _validate.key(key)
+    if key.ndim > 1:
+        raise ValueError(f"key must be one typed key or a 1-D key array [R], got shape {key.shape}.")
     _validate.positive_scalar("epsilon", epsilon)
     noise = mechanisms.check_noise(noise)
     with mechanisms.precision(noise):
+        if key.ndim == 1:
+            return _compressive_many(key, d, epsilon, config, sparsity, k, noise)
         return _compressive_public(key, d, epsilon, config, sparsity, k, noise)
 
 
@@ -192,7 +203,7 @@ def _compressive_public(key, d, epsilon, config, sparsity, k, noise):
         mechanisms.check_grid_ratio(epsilon=eps_noise / config.l1_sensitivity, sensitivity=math.sqrt(k))
     out = _compressive_jit(k_phi, k_noise, dj, s, jnp.asarray(eps_noise / config.l1_sensitivity, dtype),
                            k, _basis_key(config.basis), config.iterations, config.refit, kn)
-    return CompressiveResult(out, s, k)
+    return CompressiveResult(out, s, k, float(epsilon), True)
 
 
 def _basis_key(basis):
@@ -259,25 +270,7 @@ def _laplace_identity_jit(key, v, epsilon, sensitivity, noise):
 
 
 
-def compressive_many(keys: jax.Array, d, *, epsilon: float, config: CompressiveConfig = CompressiveConfig(),
-                     noise: str = "float") -> CompressiveResult:
-    """R independent runs of `compressive` (key array ``[R]``) as few vmapped programs: S is drawn for all
-    keys at once, then the runs are grouped by S (hence k) and each group is one vmapped call.
-
-    Returns a `CompressiveResult` with ``release [R, n]``, ``sparsity [R]`` and ``k [R]`` (NumPy ints).
-    Same distribution as R calls of `compressive` (not the same draws: keys are split differently).
-    `noise` as in `compressive`.
-    """
-    _validate.key(keys)
-    if keys.ndim != 1:
-        raise ValueError(f"keys must be a 1-D key array [R], got shape {keys.shape}.")
-    _validate.positive_scalar("epsilon", epsilon)
-    noise = mechanisms.check_noise(noise)
-    with mechanisms.precision(noise):
-        return _compressive_many(keys, d, epsilon, config, noise)
-
-
-def _compressive_many(keys, d, epsilon, config, noise):
+def _compressive_many(keys, d, epsilon, config, sparsity, k_given, noise):
     kn = mechanisms.kernel_noise(noise)
     v = _check_vector(d)
     n = v.size
@@ -285,22 +278,31 @@ def _compressive_many(keys, d, epsilon, config, noise):
     c5 = _check_config(config, n)
     dj = jnp.asarray(v, dtype)
     psi_x, psi_t = psi_ops(config.basis, n, dtype)
-    eps_sel = config.select_fraction * epsilon
-    eps_noise = (epsilon - eps_sel) / config.l1_sensitivity
     split = jax.vmap(lambda kk: jax.random.split(kk, 3))(keys)
-    x = psi_t(dj)
-    s_all = np.asarray(jax.vmap(lambda kk: _select_s(kk, x, eps_sel, eps_noise, config.c2, config.c4,
-                                                     c5 * config.l1_sensitivity, max_sparsity(n, config.c_k),
-                                                     noise=kn))(split[:, 1]))
+    if sparsity is None:
+        eps_sel = config.select_fraction * epsilon
+        eps_noise = (epsilon - eps_sel) / config.l1_sensitivity
+        x = psi_t(dj)
+        s_all = np.asarray(jax.vmap(lambda kk: _select_s(kk, x, eps_sel, eps_noise, config.c2, config.c4,
+                                                         c5 * config.l1_sensitivity, max_sparsity(n, config.c_k),
+                                                         noise=kn))(split[:, 1]))
+    else:
+        s_pub = _validate.size("sparsity", sparsity)
+        if s_pub > n:
+            raise ValueError(f"sparsity S = {s_pub} exceeds n = {n}.")
+        eps_noise = epsilon / config.l1_sensitivity
+        s_all = np.full(keys.shape[0], s_pub, np.int64)
     out = np.zeros((keys.shape[0], n), dtype)
     ks = np.zeros(keys.shape[0], np.int64)
     for s_ in np.unique(s_all):
         idx = np.flatnonzero(s_all == s_)
-        k = measurements(n, int(s_), config.c_k)
+        k = measurements(n, int(s_), config.c_k) if k_given is None else _validate.size("k", k_given)
+        if k > n:
+            raise ValueError(f"k = {k} samples exceed n = {n}: the projection would not compress; choose k <= n.")
         if noise == "grid":
             mechanisms.check_grid_ratio(epsilon=eps_noise, sensitivity=math.sqrt(k))
         run = jax.vmap(lambda a, b: _compressive_jit(a, b, dj, int(s_), jnp.asarray(eps_noise, dtype), k,
                                                      _basis_key(config.basis), config.iterations, config.refit, kn))
         out[idx] = np.asarray(run(split[idx, 0], split[idx, 2]))
         ks[idx] = k
-    return CompressiveResult(out, s_all.astype(np.int64), ks)
+    return CompressiveResult(out, s_all.astype(np.int64), ks, float(epsilon), True)

@@ -39,7 +39,7 @@ Modules: `compression`, `partition`, `release`, `metrics`, `data`.
 
 from __future__ import annotations
 
-from jaxdp.histogram._common import METHODS, check_histogram
+from jaxdp.histogram._common import METHODS, HistogramResult, check_histogram
 from jaxdp.histogram.compression import (
     ACCOUNTINGS,
     EFPA_PENALTIES,
@@ -64,7 +64,6 @@ from jaxdp.histogram.data import (
 )
 from jaxdp.histogram.metrics import kl_divergence, l2_error, range_query_mse
 from jaxdp.histogram.partition import (
-    PHPInfo,
     PrefixTree,
     abs_deviation,
     configuration_error,
@@ -78,4 +77,4 @@ from jaxdp.histogram.partition import (
 )
 from jaxdp.histogram.release import clamp, publish
 
-__all__ = ['ACCOUNTINGS', 'BUNDLED', 'EFPA_PENALTIES', 'METHODS', 'PENALTIES', 'PHPInfo', 'bin_values', 'bundled_histogram', 'check_histogram', 'clamp', 'configuration_error', 'dft_sensitivity', 'efpa', 'efpa_scores', 'fpa', 'hpartition', 'kl_divergence', 'l2_error', 'load_histogram', 'lpa', 'php', 'php_depth', 'publish', 'range_query_mse', 'release_histogram', 'spa', 'spa_scores', 'synthetic_histogram']
+__all__ = ['ACCOUNTINGS', 'BUNDLED', 'EFPA_PENALTIES', 'METHODS', 'PENALTIES', 'HistogramResult', 'bin_values', 'bundled_histogram', 'check_histogram', 'clamp', 'configuration_error', 'dft_sensitivity', 'efpa', 'efpa_scores', 'fpa', 'hpartition', 'kl_divergence', 'l2_error', 'load_histogram', 'lpa', 'php', 'php_depth', 'publish', 'range_query_mse', 'release_histogram', 'spa', 'spa_scores', 'synthetic_histogram']

@@ -10,13 +10,13 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from jaxdp import _validate, mechanisms, transforms
-from jaxdp.histogram._common import _check_grid, _prepare, check_histogram
+from jaxdp.histogram._common import HistogramResult, _check_grid, _over_keys, _prepare, _result, check_histogram
 
 __all__ = ['lpa', 'ACCOUNTINGS', 'dft_sensitivity', 'fpa', 'PENALTIES', 'spa_scores', 'spa', 'EFPA_PENALTIES', 'efpa_scores', 'efpa', 'efpa_core', 'efpa_scores_core', 'spa_core']
 
 
 # --------------------------------------------------------------------------------------- LPA / FPA
-def lpa(key: jax.Array, hist, *, epsilon: float, noise: str = "float") -> Float[Array, " n"]:
+def lpa(key: jax.Array, hist, *, epsilon: float, noise: str = "float") -> HistogramResult:
     """Laplace per bin: ``H + Lap(1/ε)^n``.
 
     Privacy: ε-DP; one record changes one bin by 1 (Δ₁ = 1).
@@ -28,12 +28,15 @@ def lpa(key: jax.Array, hist, *, epsilon: float, noise: str = "float") -> Float[
       noise: ``"float"`` (default), ``"float64"`` or ``"grid"`` (exact; `jaxdp.mechanisms.NOISES`).
 
     Returns:
-      Noisy histogram of shape ``[n]`` (default float dtype; float64 with ``noise="float64"``).
+      `HistogramResult`: ``counts [n]`` (default float dtype; float64 with ``noise="float64"``), k = n.
+      A key array ``[R]`` gives R independent releases ``[R, n]``.
     """
     with mechanisms.precision(noise if noise in mechanisms.NOISES else "float"):
         h, noise = _prepare(key, hist, epsilon, noise)
         _check_grid(noise, epsilon, 1.0)
-        return _lpa(key, h, jnp.asarray(epsilon, h.dtype), noise=mechanisms.kernel_noise(noise))
+        core = functools.partial(_lpa, noise=mechanisms.kernel_noise(noise))
+        out = _over_keys(core, key, h, jnp.asarray(epsilon, h.dtype))
+        return _result(key, out, h.shape[0], True, epsilon)
 
 
 ACCOUNTINGS = ("exact", "paper")
@@ -114,7 +117,7 @@ def _lpa(key, h, eps, *, noise="float"):
 
 def fpa(
     key: jax.Array, hist, *, epsilon: float, k: int, accounting: str = "exact", noise: str = "float"
-) -> Float[Array, " n"]:
+) -> HistogramResult:
     """Fourier perturbation with a fixed number ``k`` of retained real DFT coordinates.
 
     Keeps the first k coordinates of `jaxdp.transforms.rdft` (the lowest frequencies), adds
@@ -132,7 +135,7 @@ def fpa(
       noise: ``"float"`` (default), ``"float64"`` or ``"grid"`` (exact; `jaxdp.mechanisms.NOISES`).
 
     Returns:
-      Noisy histogram ``[n]``.
+      `HistogramResult` (``counts [n]``, the given k); ``[R, n]`` for a key array ``[R]``.
     """
     accounting = _validate.option("accounting", accounting, ACCOUNTINGS)
     with mechanisms.precision(noise if noise in mechanisms.NOISES else "float"):
@@ -142,11 +145,13 @@ def fpa(
             raise ValueError(f"k = {k} exceeds the number of bins n = {h.shape[0]}; choose 1 <= k <= n.")
         sens = float(dft_sensitivity(h.shape[0], accounting=accounting)[k])
         _check_grid(noise, epsilon, sens)
-        return _fpa(key, h, jnp.asarray(epsilon, h.dtype), k, sens, noise=mechanisms.kernel_noise(noise))
+        core = functools.partial(_fpa, k=k, sens=sens, noise=mechanisms.kernel_noise(noise))
+        out = _over_keys(core, key, h, jnp.asarray(epsilon, h.dtype))
+        return _result(key, out, k, True, epsilon)
 
 
-@functools.partial(jax.jit, static_argnums=(3,), static_argnames=("noise",))
-def _fpa(key, h, eps, k, sens, *, noise="float"):
+@functools.partial(jax.jit, static_argnames=("k", "noise"))
+def _fpa(key, h, eps, *, k, sens, noise="float"):
     c = transforms.rdft(h)
     keep = jnp.arange(h.shape[0]) < k
     noisy = mechanisms.laplace_mechanism(key, c, epsilon=eps, sensitivity=jnp.asarray(sens, h.dtype), noise=noise)
@@ -207,7 +212,7 @@ def _spa_scores(h, eps, l2, *, penalty="consistent"):
 def spa(
     key: jax.Array, hist, *, epsilon: float, penalty: str = "consistent", accounting: str = "exact",
     noise: str = "float",
-) -> Float[Array, " n"]:
+) -> HistogramResult:
     """Sampling perturbation (the paper's Algorithm 1, after Rastogi & Nath).
 
     k ∈ {1 … n} is drawn with probability ∝ ``exp(−(ε/2)·U(H, k)/2)`` (exponential mechanism, ΔU = 1:
@@ -224,7 +229,7 @@ def spa(
         sampler here (use EFPA or FPA for exact Fourier releases).
 
     Returns:
-      Noisy histogram ``[n]``.
+      `HistogramResult` (``counts [n]``, the chosen k); ``[R, n]`` for a key array ``[R]``.
     """
     penalty = _validate.option("penalty", penalty, PENALTIES)
     accounting = _validate.option("accounting", accounting, ACCOUNTINGS)
@@ -234,7 +239,9 @@ def spa(
             raise ValueError('spa has no exact sampler for its K-norm noise: use noise="float" or "float64", '
                              'or efpa/fpa/lpa/php with noise="grid".')
         l2 = _tables(h.shape[0], accounting, 2)
-        return spa_core(key, h, jnp.asarray(epsilon, h.dtype), jnp.asarray(l2, h.dtype), penalty=penalty)[0]
+        core = functools.partial(spa_core, penalty=penalty)
+        out, k = _over_keys(core, key, h, jnp.asarray(epsilon, h.dtype), jnp.asarray(l2, h.dtype))
+        return _result(key, out, k, True, epsilon)
 
 
 @functools.partial(jax.jit, static_argnames=("penalty",))
@@ -286,7 +293,7 @@ def efpa_scores_core(h, eps, l1, *, penalty="consistent"):
 def efpa(
     key: jax.Array, hist, *, epsilon: float, penalty: str = "consistent", accounting: str = "exact",
     noise: str = "float",
-) -> Float[Array, " n"]:
+) -> HistogramResult:
     """Enhanced Fourier perturbation (the paper's Algorithm 2), for any n (odd or even).
 
     k ∈ {1 … m} (frequencies F_0 … F_{k−1}) is drawn with probability ∝ ``exp(−ε·u(H, k)/4)``
@@ -306,7 +313,7 @@ def efpa(
       noise: ``"float"`` (default), ``"float64"`` or ``"grid"`` (exact; `jaxdp.mechanisms.NOISES`).
 
     Returns:
-      Noisy histogram ``[n]``.
+      `HistogramResult` (``counts [n]``, the chosen k); ``[R, n]`` for a key array ``[R]``.
     """
     penalty = _validate.option("penalty", penalty, PENALTIES)
     accounting = _validate.option("accounting", accounting, ACCOUNTINGS)
@@ -314,8 +321,9 @@ def efpa(
         h, noise = _prepare(key, hist, epsilon, noise)
         l1 = _tables(h.shape[0], accounting, 1)
         _check_grid(noise, epsilon / 2, float(l1[-1]))  # b/γ depends on ε, hardly on Δ (grid_spacing)
-        return efpa_core(key, h, jnp.asarray(epsilon, h.dtype), jnp.asarray(l1, h.dtype),
-                     noise=mechanisms.kernel_noise(noise), penalty=penalty)[0]  # fmt: skip
+        core = functools.partial(efpa_core, noise=mechanisms.kernel_noise(noise), penalty=penalty)
+        out, k = _over_keys(core, key, h, jnp.asarray(epsilon, h.dtype), jnp.asarray(l1, h.dtype))
+        return _result(key, out, k, True, epsilon)
 
 
 @functools.partial(jax.jit, static_argnames=("noise", "penalty"))

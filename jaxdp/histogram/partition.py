@@ -12,9 +12,9 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from jaxdp import mechanisms
-from jaxdp.histogram._common import _check_grid, _prepare, check_histogram
+from jaxdp.histogram._common import HistogramResult, _check_grid, _over_keys, _prepare, _result, check_histogram
 
-__all__ = ['configuration_error', 'php_depth', 'release_histogram', 'PHPInfo', 'php', 'hpartition', 'php_core', 'release_core', 'prefix_tree', 'PrefixTree', 'abs_deviation']
+__all__ = ['configuration_error', 'php_depth', 'release_histogram', 'php', 'hpartition', 'php_core', 'release_core', 'prefix_tree', 'PrefixTree', 'abs_deviation']
 
 
 # --------------------------------------------------------------------------------------- range abs deviation
@@ -110,13 +110,16 @@ def _segments(cut):
     return start, end
 
 
-def release_histogram(key: jax.Array, hist, cuts, *, epsilon: float, noise: str = "float") -> Float[Array, " n"]:
+def release_histogram(key: jax.Array, hist, cuts, *, epsilon: float, noise: str = "float") -> HistogramResult:
     """ReleaseHistogram (the paper's Algorithm 3): each segment's mean plus ``Lap(1/ε)/|C|``, repeated
     over the segment. The segments (a public or privately chosen configuration) start at 0 and at
     every index of `cuts`.
 
     Privacy: ε-DP for a configuration that does not depend on the data (or was chosen privately):
     one record changes one segment sum by 1. `noise` as in `lpa`.
+
+    Returns:
+      `HistogramResult` (k = the number of segments, `segment_starts` the given configuration).
     """
     with mechanisms.precision(noise if noise in mechanisms.NOISES else "float"):
         h, noise = _prepare(key, hist, epsilon, noise)
@@ -128,7 +131,9 @@ def release_histogram(key: jax.Array, hist, cuts, *, epsilon: float, noise: str 
             raise ValueError(f"cuts must be bin indices in [1, {n - 1}] where a new segment starts.")
         cut[cuts] = True
         _check_grid(noise, epsilon, 1.0)
-        return _release_jit(key, h, jnp.asarray(cut), jnp.asarray(epsilon, h.dtype), noise=mechanisms.kernel_noise(noise))
+        core = functools.partial(_release_jit, noise=mechanisms.kernel_noise(noise))
+        out = _over_keys(core, key, h, jnp.asarray(cut), jnp.asarray(epsilon, h.dtype))
+        return _result(key, out, int(cut.sum()), cut, epsilon)
 
 
 def release_core(key, h, cut, eps, noise="float"):
@@ -144,15 +149,7 @@ def release_core(key, h, cut, eps, noise="float"):
 _release_jit = jax.jit(release_core, static_argnames=("noise",))
 
 
-class PHPInfo(NamedTuple):
-    """What P-HP chose (all derived from private choices, so releasable): the final segment starts
-    as a boolean mask ``[n]`` and the number of clusters."""
-
-    cut: jax.Array
-    clusters: jax.Array
-
-
-def php(key: jax.Array, hist, *, epsilon: float, return_info: bool = False, noise: str = "float"):
+def php(key: jax.Array, hist, *, epsilon: float, noise: str = "float") -> HistogramResult:
     """P-HPartition (the paper's Algorithm 4).
 
     Starting from one partition of all n bins, partitions are taken in FIFO order; each chooses among
@@ -169,17 +166,18 @@ def php(key: jax.Array, hist, *, epsilon: float, return_info: bool = False, nois
 
     Args:
       key: typed PRNG key. hist: counts ``[n]``. epsilon: ε > 0.
-      return_info: also return a `PHPInfo`.
       noise: ``"float"`` (default), ``"float64"`` or ``"grid"`` (exact; `jaxdp.mechanisms.NOISES`).
 
     Returns:
-      Noisy histogram ``[n]`` (and `PHPInfo`).
+      `HistogramResult`: ``counts [n]``, the chosen clustering (`segment_starts`, k = its number of
+      segments; both derived from private choices, so releasable); ``[R, …]`` for a key array ``[R]``.
     """
     with mechanisms.precision(noise if noise in mechanisms.NOISES else "float"):
         h, noise = _prepare(key, hist, epsilon, noise)
         _check_grid(noise, epsilon / 2, 1.0)
-        out, info = php_core(key, h, jnp.asarray(epsilon, h.dtype), noise=mechanisms.kernel_noise(noise))
-        return (out, info) if return_info else out
+        core = functools.partial(php_core, noise=mechanisms.kernel_noise(noise))
+        out, cut = _over_keys(core, key, h, jnp.asarray(epsilon, h.dtype))
+        return _result(key, out, jnp.sum(cut, axis=-1), cut, epsilon)
 
 
 @functools.partial(jax.jit, static_argnames=("noise",))
@@ -233,7 +231,7 @@ def php_core(key, h, eps, *, noise="float"):
     keep = made & ((levels < lvl) | ((levels == lvl) & (owner <= pos))) & (pick > 0)
     final_cut = cut0 | jnp.any(keep, axis=0)
     out = release_core(keys[depth + 1], h, final_cut, eps / 2, noise)
-    return out, PHPInfo(final_cut, jnp.sum(final_cut))
+    return out, final_cut
 
 
 def hpartition(hist, *, lam: float) -> list[list[int]]:

@@ -7,7 +7,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from jaxdp import _validate
-from jaxdp.histogram._common import METHODS
+from jaxdp.histogram._common import METHODS, HistogramResult
 from jaxdp.histogram.compression import efpa, fpa, lpa, spa
 from jaxdp.histogram.partition import php
 
@@ -18,10 +18,11 @@ __all__ = ['publish', 'clamp']
 def publish(
     key: jax.Array, hist, *, method: str, epsilon: float, k: int | None = None, penalty: str | None = None,
     accounting: str | None = None, noise: str = "float",
-) -> Float[Array, " n"]:
+) -> HistogramResult:
     """Publish a histogram with one of `METHODS`. ε-DP for every method. ``k`` only for ``"fpa"``;
     ``penalty`` for ``"spa"``/``"efpa"`` and ``accounting`` for ``"fpa"``/``"spa"``/``"efpa"`` (None: each
-    method's default). `noise`: ``"float"``, ``"float64"`` or ``"grid"`` (exact; not for ``"spa"``)."""
+    method's default). `noise`: ``"float"``, ``"float64"`` or ``"grid"`` (exact; not for ``"spa"``).
+    Returns the method's `HistogramResult` (a key array ``[R]`` gives R releases)."""
     method = _validate.option("method", method, METHODS)
     kw = {}
     if penalty is not None:
@@ -42,7 +43,7 @@ def publish(
 
 
 def clamp(released, *, round_counts: bool = False) -> np.ndarray:
-    """Post-processing of a released histogram (free under DP: it reads released values only): counts
+    """Post-processing of a released histogram (a `HistogramResult` or its ``counts``) (free under DP: it reads released values only): counts
     below 0 become 0, and with `round_counts` every count is rounded to the nearest integer. Batched over
     leading axes; returns float64.
 
@@ -50,5 +51,7 @@ def clamp(released, *, round_counts: bool = False) -> np.ndarray:
     error (most true counts are 0, and half the noise there is negative); on range queries it adds a
     positive bias that grows with the range, so the range MSE can rise.
     """
+    if isinstance(released, HistogramResult):
+        released = released.counts
     out = np.maximum(np.asarray(released, np.float64), 0.0)
     return np.rint(out) if round_counts else out

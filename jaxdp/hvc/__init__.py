@@ -26,10 +26,10 @@ from jaxdp.hvc.stream import (
     Result,
     StreamAnonymizer,
     anonymize,
-    anonymize_many,
+    anonymize_streams,
 )
 
 __all__ = [
-    "BudgetExhaustedWarning", "HVCConfig", "Result", "StreamAnonymizer", "anonymize", "anonymize_many", "frame_mean",
+    "BudgetExhaustedWarning", "HVCConfig", "Result", "StreamAnonymizer", "anonymize", "anonymize_streams", "frame_mean",
     "microaggregate", "midpoint", "pln",
 ]  # fmt: skip

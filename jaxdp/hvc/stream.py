@@ -33,7 +33,7 @@ from jaxdp.hvc import codec
 from jaxdp.hvc.config import HVCConfig
 from jaxdp.privacy import release_is_private
 
-__all__ = ["Result", "anonymize", "anonymize_many", "StreamAnonymizer", "BudgetExhaustedWarning"]
+__all__ = ["Result", "anonymize", "anonymize_streams", "StreamAnonymizer", "BudgetExhaustedWarning"]
 
 
 class BudgetExhaustedWarning(UserWarning):
@@ -658,7 +658,7 @@ def _anonymize_planned(key, records, config, ids, lo, hi, private, limit, frames
     return _assemble(config, released, rows, info, frames, block_frame, lo, hi, dtype, limit, planner, private)
 
 
-def anonymize_many(keys: jax.Array, streams, config: HVCConfig, *, shard: bool = True) -> Result:
+def anonymize_streams(keys: jax.Array, streams, config: HVCConfig, *, shard: bool = True) -> Result:
     """Anonymize S independent streams of equal length as one program, sharded across devices.
 
     Each stream s is processed exactly as ``anonymize(keys[s], streams[s], config)`` would (same block
@@ -688,9 +688,9 @@ def anonymize_many(keys: jax.Array, streams, config: HVCConfig, *, shard: bool =
     if keys.shape != streams.shape[:1]:
         raise ValueError(f"keys must have shape [S] = {streams.shape[:1]}, got {keys.shape}.")
     if config.bounds == "data":
-        raise ValueError('anonymize_many needs public bounds; bounds="data" would read every stream.')
+        raise ValueError('anonymize_streams needs public bounds; bounds="data" would read every stream.')
     if config.reorder == "paper":
-        raise ValueError('anonymize_many does not support reorder="paper" (a host callback per block).')
+        raise ValueError('anonymize_streams does not support reorder="paper" (a host callback per block).')
     _check_records(streams[0])
     lo, hi, private = codec.resolve_bounds(config)
     if lo.shape[0] != streams.shape[2]:

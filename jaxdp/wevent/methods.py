@@ -33,6 +33,8 @@ class WEventResult(NamedTuple):
       eps2: ε_{i,2} spent by the publication sub-mechanism.
       published: True where noisy counts were released.
       nullified: True where BA forced a null output (budget absorbed earlier).
+
+    Properties: `epsilon_spent` (``eps1 + eps2`` per timestamp) and `private`.
     """
 
     releases: Float[Array, "T d"]
@@ -40,6 +42,16 @@ class WEventResult(NamedTuple):
     eps2: Float[Array, " T"]
     published: Bool[Array, " T"]
     nullified: Bool[Array, " T"]
+
+    @property
+    def epsilon_spent(self) -> jax.Array:
+        """ε spent at each timestamp, ``eps1 + eps2`` ``[T]``: any w consecutive entries sum to ≤ ε."""
+        return self.eps1 + self.eps2
+
+    @property
+    def private(self) -> bool:
+        """True: w-event ε-DP given a secret key used once (jaxdp cannot see where a key came from)."""
+        return True
 
 
 class _State(NamedTuple):

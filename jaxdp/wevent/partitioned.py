@@ -28,7 +28,7 @@ class PartitionedResult(NamedTuple):
       releases: ``[T, d]``. eps1: ε_{i,1} per timestamp (every group spends it; the max over groups).
       eps2: the max over groups of ε_{g,i,2}: the privacy loss at i of a user in any group. group_eps2:
       ``[T, G]``. published: ``[T, G]``. groups: the column → group assignment used at each timestamp
-      ``[T, d]`` (a function of earlier releases only).
+      ``[T, d]`` (a function of earlier releases only). Properties: `epsilon_spent`, `private`.
     """
 
     releases: Float[Array, "T d"]
@@ -37,6 +37,16 @@ class PartitionedResult(NamedTuple):
     group_eps2: Float[Array, "T G"]
     published: Bool[Array, "T G"]
     groups: jax.Array
+
+    @property
+    def epsilon_spent(self) -> jax.Array:
+        """The privacy loss at each timestamp of a user in any group, ``eps1 + eps2`` ``[T]``."""
+        return self.eps1 + self.eps2
+
+    @property
+    def private(self) -> bool:
+        """True: w-event ε-DP given a secret key used once (jaxdp cannot see where a key came from)."""
+        return True
 
 
 def _group_sizes(d, g):

@@ -170,23 +170,27 @@ def test_anatomy_reports_ineligibility_and_builds_l_diverse_buckets():
         assert len(set(vals.tolist())) == vals.size and vals.size in (ell, ell + 1)
 
 
-def test_publish_tables_and_fake_values():
+def test_publish_tables_and_fake_values(key):
     qi, sa = B.synthetic_table(5, n=500, m=14)
     vals, o = B.value_counts(sa)
     fp = dict(zip(vals, B.fprime_linear(o / o.sum(), theta=4)))
     bk = B.multi_size_bucketing(sa, fp)
-    (q, bid), (st_bid, st_sa), fake = B.publish(qi, sa, bk, fake=2, seed=0)
-    assert q.shape == qi.shape and np.array_equal(bid, bk.bucket)
-    for g in np.unique(bid):
-        real = np.sort(st_sa[(st_bid == g) & ~fake])
-        assert np.array_equal(real, np.sort(sa[bid == g]))  # the real multiset is preserved
-        fk = st_sa[(st_bid == g) & fake]
+    t = B.publish(key, qi, sa, bk, fake=2)
+    assert isinstance(t, B.PublishedTables)
+    assert t.qi.shape == qi.shape and np.array_equal(t.bucket, bk.bucket)
+    for g in np.unique(t.bucket):
+        real = np.sort(t.st_value[(t.st_bucket == g) & ~t.is_fake])
+        assert np.array_equal(real, np.sort(sa[t.bucket == g]))  # the real multiset is preserved
+        fk = t.st_value[(t.st_bucket == g) & t.is_fake]
         assert fk.size == 2 and len(set(fk.tolist())) == 2 and not set(fk.tolist()) & set(real.tolist())
-    # without a seed the fake values and the shuffle come from fresh OS entropy: two calls differ
-    draws = [B.publish(qi, sa, bk, fake=2)[1][1] for _ in range(2)]
-    assert not np.array_equal(draws[0], draws[1])
-    again = B.publish(qi, sa, bk, fake=2, seed=0)[1][1]
-    assert np.array_equal(again, st_sa)  # a seed reproduces (and is not secret)
+    # the shuffle and the fake values are a function of the key: a new key differs, the same key reproduces
+    k1, k2 = jax.random.split(key)
+    assert not np.array_equal(B.publish(k1, qi, sa, bk, fake=2).st_value, B.publish(k2, qi, sa, bk, fake=2).st_value)
+    assert np.array_equal(B.publish(key, qi, sa, bk, fake=2).st_value, t.st_value)
+    with pytest.raises(TypeError, match="typed PRNG key"):
+        B.publish(0, qi, sa, bk)
+    with pytest.raises(ValueError, match="fake"):
+        B.publish(key, qi, sa, bk, fake=-1)
 
 
 def test_metrics():

@@ -245,13 +245,27 @@ def test_min_c5_fast_paths_match_the_matrix():
 def test_batched_runs_match_single_runs_in_distribution_and_shape(key):
     d = C.synthetic_compressible(5, n=128)
     keys = jax.random.split(key, 6)
-    res = C.compressive_many(keys, d, epsilon=0.5, config=C.CompressiveConfig(iterations=20, refit=5))
+    res = C.compressive(keys, d, epsilon=0.5, config=C.CompressiveConfig(iterations=20, refit=5))  # keys [R]
     assert res.release.shape == (6, 128) and res.sparsity.shape == (6,) and np.all(res.k >= 1)
     assert np.all(res.k == [C.measurements(128, int(s), 4.0) for s in res.sparsity])
+    assert res.epsilon_spent == 0.5 and res.private
     outs = C.cmco(keys[:3], d, epsilon=1.0, k=16, sparsity=4, times=[64, 128], iterations=20, refit=5)
     assert outs[0].shape == (3, 64) and outs[1].shape == (3, 128)
     single = C.cmco(keys[0], d, epsilon=1.0, k=16, sparsity=4, times=[64, 128], iterations=20, refit=5)
     np.testing.assert_allclose(np.asarray(single[1]), np.asarray(outs[1][0]), rtol=1e-4, atol=1e-2)
+
+
+def test_a_key_array_with_a_public_sparsity_equals_a_loop(key):
+    d = C.synthetic_compressible(5, n=64)
+    keys = jax.random.split(key, 3)
+    cfg = C.CompressiveConfig(iterations=10, refit=3)
+    res = C.compressive(keys, d, epsilon=0.5, config=cfg, sparsity=4, k=20)
+    assert res.release.shape == (3, 64) and np.all(res.sparsity == 4) and np.all(res.k == 20)
+    for i, kk in enumerate(keys):  # with a public S no key goes to the choice of S: the same draws as one call
+        one = C.compressive(kk, d, epsilon=0.5, config=cfg, sparsity=4, k=20)
+        np.testing.assert_allclose(np.asarray(res.release[i]), np.asarray(one.release), rtol=1e-4, atol=1e-3)
+    with pytest.raises(ValueError, match="1-D key array"):
+        C.compressive(keys.reshape(3, 1), d, epsilon=0.5)
 
 
 def test_sensitivity_and_constants_must_be_positive(key):

@@ -134,7 +134,7 @@ def test_lemma1_fpa_sse_equals_removed_energy_plus_noise(k, accounting, key, x64
     assert sens == pytest.approx(math.sqrt(k)) if accounting == "paper" else sens < math.sqrt(k)
     expected = np.sum(c[k:] ** 2) + 2 * k * sens**2 / eps**2
     keys = jax.random.split(key, reps)
-    out = jax.vmap(lambda kk: H.fpa(kk, h, epsilon=eps, k=k, accounting=accounting, noise="float64"))(keys)
+    out = H.fpa(keys, h, epsilon=eps, k=k, accounting=accounting, noise="float64").counts  # a key array [R]
     sse = np.sum((np.asarray(out) - h) ** 2, axis=1)
     b = sens / eps
     sd = math.sqrt(20 * k * b**4 / reps)  # Var(L²) = 20 b⁴ for Lap(b)
@@ -145,7 +145,7 @@ def test_lemma1_fpa_sse_equals_removed_energy_plus_noise(k, accounting, key, x64
 # ------------------------------------------------------------------ noise distributions
 def test_lpa_noise_is_laplace(key, x64):
     h = np.arange(50)
-    out = np.asarray(jax.vmap(lambda kk: H.lpa(kk, h, epsilon=0.3))(jax.random.split(key, 400)))
+    out = np.asarray(H.lpa(jax.random.split(key, 400), h, epsilon=0.3).counts)
     p = scipy.stats.kstest(((out - h) * 0.3).ravel(), "laplace").pvalue
     assert p > ALPHA
 
@@ -250,10 +250,10 @@ def test_php_level_parallel_execution_has_the_fifo_algorithms_distribution(h, ke
     eps = 3.0
     exact = _php_exact(np.asarray(h, np.float64), eps)
     trials = 30000
-    _, info = jax.vmap(lambda kk: H.php_core(kk, jnp.asarray(h, jnp.float64), jnp.asarray(eps), noise=noise))(
+    _, cut = jax.vmap(lambda kk: H.php_core(kk, jnp.asarray(h, jnp.float64), jnp.asarray(eps), noise=noise))(
         jax.random.split(key, trials)
     )
-    cutmask = np.asarray(info.cut)
+    cutmask = np.asarray(cut)
     observed = {}
     for row in cutmask:
         c = tuple(int(i) for i in np.flatnonzero(row) if i > 0)
@@ -273,7 +273,9 @@ def test_php_level_parallel_execution_has_the_fifo_algorithms_distribution(h, ke
 def test_php_release_adds_laplace_over_cluster_size(key, x64):
     h = np.asarray([5, 5, 5, 5, 0, 0, 0, 0], np.float64)
     cuts = [4]
-    out = np.asarray(jax.vmap(lambda kk: H.release_histogram(kk, h, cuts, epsilon=0.5))(jax.random.split(key, 3000)))
+    r = H.release_histogram(jax.random.split(key, 3000), h, cuts, epsilon=0.5)
+    out = np.asarray(r.counts)
+    assert np.all(np.asarray(r.k) == 2) and r.segment_starts.shape == (3000, 8)
     assert np.allclose(out[:, :4], out[:, :1]) and np.allclose(out[:, 4:], out[:, 4:5])
     z = np.concatenate([(out[:, 0] - 5) * 4 * 0.5, (out[:, 4] - 0) * 4 * 0.5])
     assert scipy.stats.kstest(z, "laplace").pvalue > ALPHA
@@ -281,21 +283,30 @@ def test_php_release_adds_laplace_over_cluster_size(key, x64):
 
 def test_php_respects_the_depth_limit_and_keeps_every_bin(key):
     h = H.synthetic_histogram(7, n=300, kind="sparse", total=20000)
-    out, info = H.php(key, h, epsilon=10.0, return_info=True)
-    assert out.shape == (300,) and np.all(np.isfinite(np.asarray(out)))
+    r = H.php(key, h, epsilon=10.0)
+    assert r.counts.shape == (300,) and np.all(np.isfinite(np.asarray(r.counts)))
     # depth ⌈log2 300⌉ = 9: at most 2^9 clusters
-    assert 1 <= int(info.clusters) <= 2 ** H.php_depth(300)
+    assert 1 <= int(r.k) <= 2 ** H.php_depth(300) and int(r.k) == int(np.sum(r.segment_starts))
+    # the released counts are constant on each released segment
+    seg = np.cumsum(np.asarray(r.segment_starts)) - 1
+    out = np.asarray(r.counts)
+    assert np.allclose(out, out[np.flatnonzero(np.asarray(r.segment_starts))][seg])
 
 
 # ------------------------------------------------------------------ batching and API
 @pytest.mark.parametrize("method", H.METHODS)
-def test_vmap_over_keys_equals_a_loop(method, key):
+def test_a_key_array_equals_a_loop(method, key):
     h = H.synthetic_histogram(8, n=40, kind="step", total=1000)
     kw = {"k": 7} if method == "fpa" else {}
     keys = jax.random.split(key, 4)
-    batched = jax.vmap(lambda kk: H.publish(kk, h, method=method, epsilon=0.5, **kw))(keys)
-    looped = np.stack([np.asarray(H.publish(kk, h, method=method, epsilon=0.5, **kw)) for kk in keys])
-    np.testing.assert_allclose(np.asarray(batched), looped, rtol=1e-5, atol=1e-4)
+    batched = H.publish(keys, h, method=method, epsilon=0.5, **kw)  # one vmapped program
+    looped = [H.publish(kk, h, method=method, epsilon=0.5, **kw) for kk in keys]
+    np.testing.assert_allclose(np.asarray(batched.counts), np.stack([r.counts for r in looped]), rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(np.asarray(batched.k), [int(r.k) for r in looped])
+    np.testing.assert_array_equal(np.asarray(batched.segment_starts), np.stack([r.segment_starts for r in looped]))
+    assert isinstance(batched, H.HistogramResult) and batched.epsilon_spent == 0.5 and batched.private
+    with pytest.raises(ValueError, match="1-D key array"):
+        H.publish(jax.random.split(key, 4).reshape(2, 2), h, method=method, epsilon=0.5, **kw)
 
 
 @pytest.mark.parametrize("n", [1, 6, 7])
@@ -303,20 +314,20 @@ def test_every_method_handles_tiny_and_odd_or_even_sizes(n, key):
     h = np.arange(n)
     for method in H.METHODS:
         kw = {"k": 1} if method == "fpa" else {}
-        out = H.publish(key, h, method=method, epsilon=1.0, **kw)
+        out = H.publish(key, h, method=method, epsilon=1.0, **kw).counts
         assert out.shape == (n,) and np.all(np.isfinite(np.asarray(out)))
 
 
 def test_large_epsilon_recovers_the_histogram(key):
     h = H.synthetic_histogram(9, n=64, kind="step", total=5000)
     for method in ("lpa", "efpa"):
-        out = np.asarray(H.publish(key, h, method=method, epsilon=1e5))
+        out = np.asarray(H.publish(key, h, method=method, epsilon=1e5).counts)
         assert np.abs(out - h).max() < 1.0, method
     # P-HP finds the clusters of a piecewise-constant histogram (within its depth limit)
     steps = np.repeat([5, 0, 9, 9, 2], [8, 8, 16, 8, 24])
-    out, info = H.php(key, steps, epsilon=1e5, return_info=True)
-    assert np.abs(np.asarray(out) - steps).max() < 0.01
-    assert {0, 8, 16, 40} <= set(np.flatnonzero(np.asarray(info.cut)).tolist())  # extra cuts cost only λ = 2/ε
+    r = H.php(key, steps, epsilon=1e5)
+    assert np.abs(np.asarray(r.counts) - steps).max() < 0.01
+    assert {0, 8, 16, 40} <= set(np.flatnonzero(np.asarray(r.segment_starts)).tolist())  # extra cuts cost only λ = 2/ε
 
 
 # ------------------------------------------------------------------ metrics
@@ -394,7 +405,7 @@ def test_exact_noise_releases_are_on_the_grid_and_as_accurate_as_float(method, k
     keys = jax.random.split(key, 40)
     err = {}
     for noise in ("float", "grid"):
-        outs = np.stack([np.asarray(H.publish(k, h, method=method, epsilon=0.5, noise=noise, **kw)) for k in keys[:20]])
+        outs = np.asarray(H.publish(keys[:20], h, method=method, epsilon=0.5, noise=noise, **kw).counts)
         err[noise] = np.abs(outs - h).mean()
         if method == "lpa" and noise == "grid":  # integer counts snap exactly: outputs on the grid 2^-8
             np.testing.assert_array_equal(outs * 256, np.round(outs * 256))
@@ -423,8 +434,8 @@ def test_efpa_penalty_is_the_error_of_the_noise_it_adds(key, x64):
     exact = np.asarray(H.efpa_scores(h, epsilon=eps))  # default: exact Δ₁(z) in the noise and its penalty
     b_exact = 2 * H.dft_sensitivity(n)[z.astype(int)] / eps
     np.testing.assert_allclose(exact - paper, np.sqrt(z * 2 * b_exact**2) - np.sqrt(2) * z / eps, rtol=1e-6)
-    np.testing.assert_array_equal(H.publish(key, h, method="efpa", epsilon=eps, penalty="paper"),
-                                  H.efpa(key, h, epsilon=eps, penalty="paper"))  # fmt: skip
+    np.testing.assert_array_equal(H.publish(key, h, method="efpa", epsilon=eps, penalty="paper").counts,
+                                  H.efpa(key, h, epsilon=eps, penalty="paper").counts)  # fmt: skip
     with pytest.raises(ValueError, match="penalty"):
         H.publish(key, h, method="lpa", epsilon=eps, penalty="paper")
     with pytest.raises(ValueError, match="penalty"):

@@ -1,4 +1,4 @@
-"""anonymize_many: independent streams as one program, sharded over (simulated) devices."""
+"""anonymize_streams: independent streams as one program, sharded over (simulated) devices."""
 
 import os
 import subprocess
@@ -19,8 +19,8 @@ SCRIPT = textwrap.dedent(
     streams = np.stack([data, data[::-1], data * 0.9, data[:, ::1] * 0.5, data])
     cfg = jaxdp.HVCConfig(8, 3, 20.0, bounds=(np.zeros(13), 1.5 * datasets.load_census().max(axis=0)))
     keys = jax.random.split(jax.random.key(11), 5)
-    sharded = jaxdp.anonymize_many(keys, streams, cfg, shard=True)
-    plain = jaxdp.anonymize_many(keys, streams, cfg, shard=False)
+    sharded = jaxdp.anonymize_streams(keys, streams, cfg, shard=True)
+    plain = jaxdp.anonymize_streams(keys, streams, cfg, shard=False)
     single = jaxdp.anonymize(keys[2], streams[2], cfg)
     np.save(sys.argv[1], np.stack([sharded.records, plain.records]))
     np.save(sys.argv[1] + ".info.npy", np.stack([np.stack([sharded.info.t, sharded.info.kind, sharded.info.mode]),
@@ -46,14 +46,14 @@ def test_sharded_over_8_cpu_devices_equals_unsharded_and_single_runs(tmp_path):
     np.testing.assert_allclose(many[0][2], np.load(b), rtol=1e-5, atol=1e-2)  # == anonymize on that stream
 
 
-def test_anonymize_many_checks_its_input(key):
+def test_anonymize_streams_checks_its_input(key):
     cfg = jaxdp.HVCConfig(4, 2, 1.0, bounds=np.ones(3))
     keys = jax.random.split(key, 2)
-    res = jaxdp.anonymize_many(keys, np.full((2, 10, 3), 0.5), cfg)
+    res = jaxdp.anonymize_streams(keys, np.full((2, 10, 3), 0.5), cfg)
     assert res.records.shape == (2, 10, 3)
     with pytest.raises(ValueError, match="keys"):
-        jaxdp.anonymize_many(jax.random.split(key, 3), np.zeros((2, 10, 3)), cfg)
+        jaxdp.anonymize_streams(jax.random.split(key, 3), np.zeros((2, 10, 3)), cfg)
     with pytest.raises(ValueError, match="public bounds"):
-        jaxdp.anonymize_many(keys, np.zeros((2, 10, 3)), jaxdp.HVCConfig(4, 2, 1.0, bounds="data"))
+        jaxdp.anonymize_streams(keys, np.zeros((2, 10, 3)), jaxdp.HVCConfig(4, 2, 1.0, bounds="data"))
     with pytest.raises(ValueError, match="shape"):
-        jaxdp.anonymize_many(keys, np.zeros((10, 3)), cfg)
+        jaxdp.anonymize_streams(keys, np.zeros((10, 3)), cfg)

@@ -37,7 +37,7 @@ def test_every_system_offers_the_same_noise_choices():
     assert jaxdp.mechanisms.NOISES == ("float", "float64", "grid")
     for fn in (histogram.lpa, histogram.fpa, histogram.spa, histogram.efpa, histogram.php, histogram.publish,
                histogram.release_histogram, wevent.run, wevent.run_partitioned, wevent.WEventStream,
-               compressive.compressive, compressive.compressive_many, compressive.laplace_identity,
+               compressive.compressive, compressive.laplace_identity,
                compressive.tree_counter, compressive.TreeCounter, compressive.cmco):  # fmt: skip
         param = inspect.signature(fn).parameters["noise"]
         assert param.kind is inspect.Parameter.KEYWORD_ONLY and param.default == "float", fn
