@@ -1,6 +1,7 @@
 """Plain float64 NumPy/SciPy references, written independently of jaxdp's implementation."""
 
 import itertools
+import math
 
 import numpy as np
 import scipy.fft
@@ -96,3 +97,129 @@ def mse_loop(x, x_hat, width, kind, order, eps):
             lap = 0.0
         out.append(lap + np.sum(c[t:] ** 2))
     return np.asarray(out)
+
+
+# ------------------------------------------------------------------ TwoSizeBucketing, the paper's sequential scan
+# (the scalar form of jaxdp.bucketize.two_size_bucketing: size pairs in order, loss-based pruning, one
+# Theorem 5.30 search per pair; kept here to check that the vectorized search returns the same setting)
+def _floor(x):
+    return np.floor(np.asarray(x, np.float64) + 1e-9).astype(np.int64)
+
+
+def _seq_gamma(total, s1, s2):
+    """Lemma 5.21: (b1⁰, b2⁰, Δ1, Δ2, k) of Γ(S1, S2), or None if S1 b1 + S2 b2 = |T| has no solution."""
+    g = math.gcd(s1, s2)
+    if total % g:
+        return None
+    lcm = s1 * s2 // g
+    d1, d2 = lcm // s1, lcm // s2
+    # smallest b2 ≥ 0 with (total − S2 b2) divisible by S1 and ≥ 0
+    for b2 in range(0, d2):
+        if (total - s2 * b2) % s1 == 0:
+            break
+    else:
+        return None
+    if total - s2 * b2 < 0:
+        return None
+    b1 = (total - s2 * b2) // s1
+    return b1, b2, d1, d2, b1 // d1
+
+
+def _seq_first_true(pred, lo, hi):
+    """Smallest j in [lo, hi] with pred(j) true for a predicate that is monotone (F…F T…T) in j; hi + 1 if
+    none. Vectorized: lo, hi and pred's result are arrays over values."""
+    lo = np.asarray(lo, np.int64).copy()
+    hi = np.asarray(hi, np.int64) + 1
+    while np.any(lo < hi):
+        mid = (lo + hi) // 2
+        ok = pred(np.minimum(mid, hi - 1)) & (lo < hi)
+        hi = np.where(ok, mid, hi)
+        lo = np.where(~ok & (lo < hi), mid + 1, lo)
+    return lo
+
+
+def _seq_first_valid(o, fp, s1, s2, gam, kprime):
+    """Theorem 5.30: the first valid pair of Γ′ by binary searches (FC(S1) monotone, FC(S2) anti-monotone,
+    PC(x_i) valid on a prefix ∪ a suffix whose ends are found by binary search). Returns j or None."""
+    b10, b20, d1, d2, _ = gam
+    c1 = _floor(fp * s1)
+    c2 = _floor(fp * s2)
+    m = o.size
+
+    def b1(j):
+        return b10 - j * d1
+
+    def b2(j):
+        return b20 + j * d2
+
+    zero, top = np.zeros(1, np.int64), np.full(1, kprime, np.int64)
+    fc1 = _seq_first_true(lambda j: np.minimum(c1 * b1(j[0]), o).sum(keepdims=True) >= s1 * b1(j), zero, top)[0]
+    # FC(S2) anti-monotone: last j where it holds = first j where it fails − 1
+    fc2_fail = _seq_first_true(lambda j: np.minimum(c2 * b2(j[0]), o).sum(keepdims=True) < s2 * b2(j), zero, top)[0]
+    lo, hi = fc1, fc2_fail - 1
+    if lo > hi:
+        return None
+    zeros, tops = np.zeros(m, np.int64), np.full(m, kprime, np.int64)
+    a_end = _seq_first_true(lambda j: c1 * b1(j) < o, zeros, tops)  # c1 b1 ≥ o holds on [0, a_end)
+    b_start = _seq_first_true(lambda j: c2 * b2(j) >= o, zeros, tops)  # c2 b2 ≥ o holds on [b_start, k′]
+    eq15 = lambda j: c1 * b1(j) + c2 * b2(j) >= o  # noqa: E731
+    mono = c2 * d2 >= c1 * d1  # Eq. (16): PC monotone in the middle part
+    mid_hi = np.maximum(b_start - 1, a_end - 1)
+    first_hold = _seq_first_true(eq15, a_end, mid_hi)  # used where monotone
+    first_fail = _seq_first_true(lambda j: ~eq15(j), a_end, mid_hi)  # used where anti-monotone
+    # forbidden interval per value: [f_lo, f_hi) (empty when f_lo >= f_hi)
+    f_lo = np.where(mono, a_end, first_fail)
+    f_hi = np.where(mono, np.minimum(first_hold, b_start), b_start)
+    j = lo
+    for _ in range(m + 1):
+        bad = (f_lo <= j) & (j < f_hi)
+        if not bad.any():
+            return int(j) if j <= hi else None
+        j = int(f_hi[bad].max())
+        if j > hi:
+            return None
+    return None
+
+
+def two_size_bucketing_sequential(o, fp, *, m_min: int | None = None, m_max: int = 50) -> tuple | None:
+    """TwoSizeBucketing (the paper's Algorithm 1): the optimal valid ⟨(S1, b1), (S2, b2)⟩ with
+    M ≤ S1 < S2 ≤ M′ (b1 or b2 may be 0, so one-size settings are included), or None if none exists.
+
+    Loss-based pruning (Lemma 5.25) cuts Γ(S1, S2) to the prefix that can beat the best loss so far;
+    privacy-based pruning finds the first valid pair of that prefix by binary searches (Theorem 5.30).
+
+    Args:
+      o: counts o_i ``[m]``. fp: f′_i ``[m]``. m_min: M (default min_i ⌈1/f′_i⌉). m_max: M′.
+
+    Returns:
+      ``((S1, b1), (S2, b2), loss)`` or None.
+    """
+    o = np.asarray(o, np.int64)
+    fp = np.asarray(fp, np.float64)
+    total = int(o.sum())
+    m_min = int(np.min(np.ceil(1.0 / fp - 1e-9))) if m_min is None else int(m_min)
+    m_min = max(m_min, 1)
+    if m_max <= m_min:
+        raise ValueError(f"need M′ > M, got M = {m_min}, M′ = {m_max}.")
+    best, best_loss = None, math.inf
+    for s1 in range(m_min, m_max):
+        for s2 in range(s1 + 1, m_max + 1):
+            gam = _seq_gamma(total, s1, s2)
+            if gam is None:
+                continue
+            b10, b20, d1, d2, k = gam
+            loss0 = b10 * (s1 - 1) ** 2 + b20 * (s2 - 1) ** 2
+            if loss0 >= best_loss:
+                continue
+            step = d2 * (s2 - 1) ** 2 - d1 * (s1 - 1) ** 2  # > 0 (Lemma 5.24)
+            kstar = k if best_loss == math.inf else max(0, math.floor((best_loss - loss0 - 1e-9) / step))
+            j = _seq_first_valid(o, fp, s1, s2, gam, min(k, kstar))
+            if j is None:
+                continue
+            b1, b2 = b10 - j * d1, b20 + j * d2
+            lo = b1 * (s1 - 1) ** 2 + b2 * (s2 - 1) ** 2
+            if lo < best_loss:
+                best, best_loss = ((s1, int(b1)), (s2, int(b2))), lo
+    return None if best is None else (*best, int(best_loss))
+
+

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
@@ -46,28 +45,26 @@ def assign_records(values_idx, classes):
 
 
 # --------------------------------------------------------------------------------------- two-size search
-def _gamma(total, s1, s2):
-    """Lemma 5.21: (b1⁰, b2⁰, Δ1, Δ2, k) of Γ(S1, S2), or None if S1 b1 + S2 b2 = |T| has no solution."""
-    g = math.gcd(s1, s2)
-    if total % g:
-        return None
+def _gammas(total, s1, s2):
+    """Lemma 5.21 for arrays of size pairs: (ok, b1⁰, b2⁰, Δ1, Δ2, k) of Γ(S1, S2); `ok` is False where
+    S1 b1 + S2 b2 = |T| has no solution with b1, b2 ≥ 0."""
+    g = np.gcd(s1, s2)
     lcm = s1 * s2 // g
     d1, d2 = lcm // s1, lcm // s2
-    # smallest b2 ≥ 0 with (total − S2 b2) divisible by S1 and ≥ 0
-    for b2 in range(0, d2):
-        if (total - s2 * b2) % s1 == 0:
-            break
-    else:
-        return None
-    if total - s2 * b2 < 0:
-        return None
-    b1 = (total - s2 * b2) // s1
-    return b1, b2, d1, d2, b1 // d1
+    # smallest b2 in [0, Δ2) with (total − S2 b2) divisible by S1 (Δ2 ≤ S1 ≤ M′: a short loop over b2)
+    b2 = np.full(s1.shape, -1, np.int64)
+    for cand in range(int(d2.max(initial=0))):
+        hit = (b2 < 0) & (cand < d2) & ((total - s2 * cand) % s1 == 0)
+        b2 = np.where(hit, cand, b2)
+    ok = (total % g == 0) & (b2 >= 0) & (total - s2 * np.maximum(b2, 0) >= 0)
+    b2 = np.maximum(b2, 0)
+    b1 = np.where(ok, (total - s2 * b2) // s1, 0)
+    return ok, b1, b2, d1, d2, b1 // d1
 
 
 def _first_true(pred, lo, hi):
     """Smallest j in [lo, hi] with pred(j) true for a predicate that is monotone (F…F T…T) in j; hi + 1 if
-    none. Vectorized: lo, hi and pred's result are arrays over values."""
+    none. Vectorized: lo, hi and pred's result are arrays (over size pairs and values)."""
     lo = np.asarray(lo, np.int64).copy()
     hi = np.asarray(hi, np.int64) + 1
     while np.any(lo < hi):
@@ -78,55 +75,61 @@ def _first_true(pred, lo, hi):
     return lo
 
 
-def _first_valid(o, fp, s1, s2, gam, kprime):
-    """Theorem 5.30: the first valid pair of Γ′ by binary searches (FC(S1) monotone, FC(S2) anti-monotone,
-    PC(x_i) valid on a prefix ∪ a suffix whose ends are found by binary search). Returns j or None."""
-    b10, b20, d1, d2, _ = gam
-    c1 = _floor(fp * s1)
-    c2 = _floor(fp * s2)
+def _first_valid(o, fp, s1, s2, b10, b20, d1, d2, kprime):
+    """Theorem 5.30 for P size pairs at once: the first valid pair of each Γ′ (j ∈ [0, k′]) by binary
+    searches (FC(S1) monotone, FC(S2) anti-monotone, PC(x_i) valid on a prefix ∪ a suffix whose ends are
+    found by binary search). Arrays ``[P]``; values along a second axis ``[P, m]``. Returns (found, j)."""
+    col = lambda a: a[:, None]  # noqa: E731
+    c1 = _floor(fp[None, :] * col(s1))
+    c2 = _floor(fp[None, :] * col(s2))
     m = o.size
 
     def b1(j):
-        return b10 - j * d1
+        return (b10 if j.ndim == 1 else col(b10)) - j * (d1 if j.ndim == 1 else col(d1))
 
     def b2(j):
-        return b20 + j * d2
+        return (b20 if j.ndim == 1 else col(b20)) + j * (d2 if j.ndim == 1 else col(d2))
 
-    zero, top = np.zeros(1, np.int64), np.full(1, kprime, np.int64)
-    fc1 = _first_true(lambda j: np.minimum(c1 * b1(j[0]), o).sum(keepdims=True) >= s1 * b1(j), zero, top)[0]
+    zero = np.zeros(s1.shape, np.int64)
+    fc1 = _first_true(lambda j: np.minimum(c1 * col(b1(j)), o).sum(1) >= s1 * b1(j), zero, kprime)
     # FC(S2) anti-monotone: last j where it holds = first j where it fails − 1
-    fc2_fail = _first_true(lambda j: np.minimum(c2 * b2(j[0]), o).sum(keepdims=True) < s2 * b2(j), zero, top)[0]
+    fc2_fail = _first_true(lambda j: np.minimum(c2 * col(b2(j)), o).sum(1) < s2 * b2(j), zero, kprime)
     lo, hi = fc1, fc2_fail - 1
-    if lo > hi:
-        return None
-    zeros, tops = np.zeros(m, np.int64), np.full(m, kprime, np.int64)
+    zeros = np.zeros(c1.shape, np.int64)
+    tops = np.broadcast_to(col(kprime), c1.shape)
     a_end = _first_true(lambda j: c1 * b1(j) < o, zeros, tops)  # c1 b1 ≥ o holds on [0, a_end)
     b_start = _first_true(lambda j: c2 * b2(j) >= o, zeros, tops)  # c2 b2 ≥ o holds on [b_start, k′]
     eq15 = lambda j: c1 * b1(j) + c2 * b2(j) >= o  # noqa: E731
-    mono = c2 * d2 >= c1 * d1  # Eq. (16): PC monotone in the middle part
+    mono = c2 * col(d2) >= c1 * col(d1)  # Eq. (16): PC monotone in the middle part
     mid_hi = np.maximum(b_start - 1, a_end - 1)
     first_hold = _first_true(eq15, a_end, mid_hi)  # used where monotone
     first_fail = _first_true(lambda j: ~eq15(j), a_end, mid_hi)  # used where anti-monotone
-    # forbidden interval per value: [f_lo, f_hi) (empty when f_lo >= f_hi)
+    # forbidden interval per value: [f_lo, f_hi) (empty when f_lo >= f_hi); jump past them to a fixed point
     f_lo = np.where(mono, a_end, first_fail)
     f_hi = np.where(mono, np.minimum(first_hold, b_start), b_start)
-    j = lo
+    j = lo.copy()
+    live = lo <= hi
     for _ in range(m + 1):
-        bad = (f_lo <= j) & (j < f_hi)
-        if not bad.any():
-            return int(j) if j <= hi else None
-        j = int(f_hi[bad].max())
-        if j > hi:
-            return None
-    return None
+        bad = live[:, None] & (f_lo <= col(j)) & (col(j) < f_hi)
+        stuck = bad.any(1)
+        if not stuck.any():
+            break
+        j = np.where(stuck, np.where(bad, f_hi, np.iinfo(np.int64).min).max(1), j)
+        live &= j <= hi
+    else:
+        live &= ~((f_lo <= col(j)) & (col(j) < f_hi)).any(1)
+    return live & (j <= hi), j
 
 
 def two_size_bucketing(o, fp, *, m_min: int | None = None, m_max: int = 50) -> tuple | None:
     """TwoSizeBucketing (the paper's Algorithm 1): the optimal valid ⟨(S1, b1), (S2, b2)⟩ with
     M ≤ S1 < S2 ≤ M′ (b1 or b2 may be 0, so one-size settings are included), or None if none exists.
 
-    Loss-based pruning (Lemma 5.25) cuts Γ(S1, S2) to the prefix that can beat the best loss so far;
-    privacy-based pruning finds the first valid pair of that prefix by binary searches (Theorem 5.30).
+    The paper scans the size pairs in order with loss-based pruning (Lemma 5.25) and finds the first
+    valid pair of each Γ(S1, S2) by binary searches (privacy-based pruning, Theorem 5.30). Here every size
+    pair is searched at once (NumPy arrays over pairs × values) and the best is the first pair, in the
+    paper's scan order, with the smallest loss — the same result as the sequential scan, whose pruning
+    only skips pairs that cannot beat the best so far strictly (checked against it in the tests).
 
     Args:
       o: counts o_i ``[m]``. fp: f′_i ``[m]``. m_min: M (default min_i ⌈1/f′_i⌉). m_max: M′.
@@ -142,26 +145,20 @@ def two_size_bucketing(o, fp, *, m_min: int | None = None, m_max: int = 50) -> t
     m_min = max(m_min, 1)
     if m_max <= m_min:
         raise ValueError(f"need M′ > M, got M = {m_min}, M′ = {m_max}.")
-    best, best_loss = None, math.inf
-    for s1 in range(m_min, m_max):
-        for s2 in range(s1 + 1, m_max + 1):
-            gam = _gamma(total, s1, s2)
-            if gam is None:
-                continue
-            b10, b20, d1, d2, k = gam
-            loss0 = b10 * (s1 - 1) ** 2 + b20 * (s2 - 1) ** 2
-            if loss0 >= best_loss:
-                continue
-            step = d2 * (s2 - 1) ** 2 - d1 * (s1 - 1) ** 2  # > 0 (Lemma 5.24)
-            kstar = k if best_loss == math.inf else max(0, math.floor((best_loss - loss0 - 1e-9) / step))
-            j = _first_valid(o, fp, s1, s2, gam, min(k, kstar))
-            if j is None:
-                continue
-            b1, b2 = b10 - j * d1, b20 + j * d2
-            lo = b1 * (s1 - 1) ** 2 + b2 * (s2 - 1) ** 2
-            if lo < best_loss:
-                best, best_loss = ((s1, int(b1)), (s2, int(b2))), lo
-    return None if best is None else (*best, int(best_loss))
+    s1, s2 = np.triu_indices(m_max + 1, 1)  # row-major: S1 outer, S2 inner (the paper's scan order)
+    keep = s1 >= m_min
+    s1, s2 = s1[keep].astype(np.int64), s2[keep].astype(np.int64)
+    ok, b10, b20, d1, d2, k = _gammas(total, s1, s2)
+    s1, s2, b10, b20, d1, d2, k = (a[ok] for a in (s1, s2, b10, b20, d1, d2, k))
+    if s1.size == 0:
+        return None
+    found, j = _first_valid(o, fp, s1, s2, b10, b20, d1, d2, k)
+    if not found.any():
+        return None
+    b1, b2 = b10 - j * d1, b20 + j * d2
+    loss = np.where(found, b1 * (s1 - 1) ** 2 + b2 * (s2 - 1) ** 2, np.iinfo(np.int64).max)
+    i = int(np.argmin(loss))  # the first pair in scan order with the smallest loss
+    return (int(s1[i]), int(b1[i])), (int(s2[i]), int(b2[i])), int(loss[i])
 
 
 # --------------------------------------------------------------------------------------- full bucketizations

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
+import reference
 from jaxdp import bucketize as B
 
 ALPHA = 1e-4
@@ -109,6 +110,24 @@ def test_two_size_search_with_pruning_equals_exhaustive_search():
             assert got[2] == ref[2]
             (s1, b1), (s2, b2), _ = got
             assert B.valid_two_size(o, fp, s1, b1, s2, b2)
+
+
+@pytest.mark.parametrize("size", ["small", "large"])
+def test_vectorized_two_size_search_returns_the_sequential_scans_setting(size):
+    """All size pairs searched at once = the paper's sequential scan with pruning: the same setting, not
+    only the same loss (ties go to the first pair in scan order in both)."""
+    rng = np.random.default_rng(11)
+    for _ in range(150 if size == "small" else 12):
+        if size == "small":
+            o, fp = _random_instance(rng, max_values=6, max_count=14, slack=0.1)
+        else:
+            o = rng.integers(1, 4000, int(rng.integers(5, 50)))
+            fp = np.minimum(1.0, float(rng.uniform(2, 16)) * o / o.sum() + 0.02)
+        m_min = int(np.min(np.ceil(1 / fp - 1e-9)))
+        m_max = m_min + int(rng.integers(1, 12)) if size == "small" else 50
+        if m_max <= m_min:
+            continue
+        assert B.two_size_bucketing(o, fp, m_max=m_max) == reference.two_size_bucketing_sequential(o, fp, m_max=m_max)
 
 
 def test_two_size_is_optimal_among_all_valid_assignments_on_tiny_tables():
