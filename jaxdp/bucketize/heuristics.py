@@ -45,6 +45,7 @@ def assign_records(values_idx, classes):
 
 
 # --------------------------------------------------------------------------------------- two-size search
+_FIRST_BATCH = 48  # size pairs searched before loss-based pruning (those of the smallest lower bound)
 def _gammas(total, s1, s2):
     """Lemma 5.21 for arrays of size pairs: (ok, b1⁰, b2⁰, Δ1, Δ2, k) of Γ(S1, S2); `ok` is False where
     S1 b1 + S2 b2 = |T| has no solution with b1, b2 ≥ 0."""
@@ -75,6 +76,17 @@ def _first_true(pred, lo, hi):
     return lo
 
 
+def _first_linear(a, b, lo, hi):
+    """The smallest integer j in [lo, hi] with ``a + j·b ≥ 0`` (integers; elementwise), hi + 1 if none —
+    what `_first_true` finds by bisection for this predicate where it is monotone (b ≥ 0), in closed form.
+    Where b < 0 the predicate holds on a prefix: the answer is lo if it holds there, else hi + 1."""
+    big = np.iinfo(np.int64).max // 4
+    pos = b > 0
+    # b > 0: a + j b ≥ 0 ⟺ j ≥ ⌈−a/b⌉ = −⌊a/b⌋; b ≤ 0: true from lo on (if it holds at lo) or never in range
+    j_star = np.where(pos, -(a // np.where(pos, b, 1)), np.where(a + lo * b >= 0, -big, big))
+    return np.maximum(lo, np.minimum(j_star, hi + 1))
+
+
 def _first_valid(o, fp, s1, s2, b10, b20, d1, d2, kprime):
     """Theorem 5.30 for P size pairs at once: the first valid pair of each Γ′ (j ∈ [0, k′]) by binary
     searches (FC(S1) monotone, FC(S2) anti-monotone, PC(x_i) valid on a prefix ∪ a suffix whose ends are
@@ -95,15 +107,18 @@ def _first_valid(o, fp, s1, s2, b10, b20, d1, d2, kprime):
     # FC(S2) anti-monotone: last j where it holds = first j where it fails − 1
     fc2_fail = _first_true(lambda j: np.minimum(c2 * col(b2(j)), o).sum(1) < s2 * b2(j), zero, kprime)
     lo, hi = fc1, fc2_fail - 1
+    # The per-value conditions are linear in j, so their binary searches have closed forms (exact integer
+    # arithmetic): `_first_linear` = the smallest j in [lo, hi] with a + j·b ≥ 0, hi + 1 if none.
     zeros = np.zeros(c1.shape, np.int64)
     tops = np.broadcast_to(col(kprime), c1.shape)
-    a_end = _first_true(lambda j: c1 * b1(j) < o, zeros, tops)  # c1 b1 ≥ o holds on [0, a_end)
-    b_start = _first_true(lambda j: c2 * b2(j) >= o, zeros, tops)  # c2 b2 ≥ o holds on [b_start, k′]
-    eq15 = lambda j: c1 * b1(j) + c2 * b2(j) >= o  # noqa: E731
-    mono = c2 * col(d2) >= c1 * col(d1)  # Eq. (16): PC monotone in the middle part
+    a_end = _first_linear(o - c1 * col(b10) - 1, c1 * col(d1), zeros, tops)  # c1 b1 ≥ o holds on [0, a_end)
+    b_start = _first_linear(c2 * col(b20) - o, c2 * col(d2), zeros, tops)  # c2 b2 ≥ o holds on [b_start, k′]
+    eq15_a = c1 * col(b10) + c2 * col(b20) - o  # Eq. (15): c1 b1 + c2 b2 − o = eq15_a + j·eq15_b ≥ 0
+    eq15_b = c2 * col(d2) - c1 * col(d1)
+    mono = eq15_b >= 0  # Eq. (16): PC monotone in the middle part
     mid_hi = np.maximum(b_start - 1, a_end - 1)
-    first_hold = _first_true(eq15, a_end, mid_hi)  # used where monotone
-    first_fail = _first_true(lambda j: ~eq15(j), a_end, mid_hi)  # used where anti-monotone
+    first_hold = _first_linear(eq15_a, eq15_b, a_end, mid_hi)  # used where monotone
+    first_fail = _first_linear(-eq15_a - 1, -eq15_b, a_end, mid_hi)  # used where anti-monotone (eq15 fails)
     # forbidden interval per value: [f_lo, f_hi) (empty when f_lo >= f_hi); jump past them to a fixed point
     f_lo = np.where(mono, a_end, first_fail)
     f_hi = np.where(mono, np.minimum(first_hold, b_start), b_start)
@@ -126,10 +141,12 @@ def two_size_bucketing(o, fp, *, m_min: int | None = None, m_max: int = 50) -> t
     M ≤ S1 < S2 ≤ M′ (b1 or b2 may be 0, so one-size settings are included), or None if none exists.
 
     The paper scans the size pairs in order with loss-based pruning (Lemma 5.25) and finds the first
-    valid pair of each Γ(S1, S2) by binary searches (privacy-based pruning, Theorem 5.30). Here every size
-    pair is searched at once (NumPy arrays over pairs × values) and the best is the first pair, in the
-    paper's scan order, with the smallest loss — the same result as the sequential scan, whose pruning
-    only skips pairs that cannot beat the best so far strictly (checked against it in the tests).
+    valid pair of each Γ(S1, S2) by binary searches (privacy-based pruning, Theorem 5.30). Here the size
+    pairs are searched in two batches (NumPy arrays over pairs × values): the pairs of smallest lower
+    bound, then every pair that can still reach the best loss, each only over the prefix of Γ that can;
+    the result is the first pair, in the paper's scan order, with the smallest loss — the same as the
+    sequential scan, whose pruning only skips pairs that cannot beat the best so far strictly (checked
+    against it in the tests).
 
     Args:
       o: counts o_i ``[m]``. fp: f′_i ``[m]``. m_min: M (default min_i ⌈1/f′_i⌉). m_max: M′.
@@ -152,13 +169,30 @@ def two_size_bucketing(o, fp, *, m_min: int | None = None, m_max: int = 50) -> t
     s1, s2, b10, b20, d1, d2, k = (a[ok] for a in (s1, s2, b10, b20, d1, d2, k))
     if s1.size == 0:
         return None
-    found, j = _first_valid(o, fp, s1, s2, b10, b20, d1, d2, k)
-    if not found.any():
+    loss0 = b10 * (s1 - 1) ** 2 + b20 * (s2 - 1) ** 2  # the loss at j = 0, a lower bound (Lemma 5.24)
+    step = d2 * (s2 - 1) ** 2 - d1 * (s1 - 1) ** 2  # > 0: the loss grows by `step` per j
+    big = np.iinfo(np.int64).max
+
+    def search(sel, kprime):
+        found, j = _first_valid(o, fp, s1[sel], s2[sel], b10[sel], b20[sel], d1[sel], d2[sel], kprime)
+        return np.where(found, loss0[sel] + j * step[sel], big), j
+
+    # loss-based pruning (Lemma 5.25), batched: search the pairs of smallest lower bound first; then only
+    # pairs that can still reach the best loss (ties kept: the first pair in scan order must win), each
+    # over the prefix of Γ that can, in one batch
+    first = np.argsort(loss0, kind="stable")[: min(loss0.size, _FIRST_BATCH)]
+    loss, j = np.full(s1.size, big), np.zeros(s1.size, np.int64)
+    loss[first], j[first] = search(first, k[first])
+    best = loss.min()
+    rest = np.setdiff1d(np.flatnonzero(loss0 <= best), first) if best < big else np.setdiff1d(np.arange(s1.size), first)
+    if rest.size:
+        kprime = k[rest] if best == big else np.minimum(k[rest], (best - loss0[rest]) // step[rest])
+        loss[rest], j[rest] = search(rest, kprime)
+    if loss.min() == big:
         return None
-    b1, b2 = b10 - j * d1, b20 + j * d2
-    loss = np.where(found, b1 * (s1 - 1) ** 2 + b2 * (s2 - 1) ** 2, np.iinfo(np.int64).max)
     i = int(np.argmin(loss))  # the first pair in scan order with the smallest loss
-    return (int(s1[i]), int(b1[i])), (int(s2[i]), int(b2[i])), int(loss[i])
+    b1, b2 = b10[i] - j[i] * d1[i], b20[i] + j[i] * d2[i]
+    return (int(s1[i]), int(b1)), (int(s2[i]), int(b2)), int(loss[i])
 
 
 # --------------------------------------------------------------------------------------- full bucketizations

@@ -62,6 +62,6 @@ from jaxdp.compressive.mechanism import (
     projection,
     sparsity_scores,
 )
-from jaxdp.compressive.recovery import basis_matrix, min_c5, psi_ops, recover
+from jaxdp.compressive.recovery import basis_matrix, kth_largest, min_c5, psi_ops, recover
 
-__all__ = ['BUNDLED', 'CompressiveConfig', 'measure', 'CompressiveResult', 'TreeCounter', 'basis_matrix', 'bundled_vector', 'cmco', 'compressive', 'continual_identity', 'laplace_identity', 'load_vector', 'max_sparsity', 'measurements', 'min_c5', 'projection', 'recover', 'sparsity_scores', 'synthetic_compressible', 'tree_counter']
+__all__ = ['BUNDLED', 'CompressiveConfig', 'measure', 'CompressiveResult', 'TreeCounter', 'basis_matrix', 'bundled_vector', 'cmco', 'compressive', 'continual_identity', 'kth_largest', 'laplace_identity', 'load_vector', 'max_sparsity', 'measurements', 'min_c5', 'projection', 'recover', 'sparsity_scores', 'synthetic_compressible', 'tree_counter']

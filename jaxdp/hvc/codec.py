@@ -306,13 +306,49 @@ def run(
     static = static_config(config)
     if keys.ndim == 2:
         return _run_many_jit(static, prm, state, blocks, keys, pub)
-    run_fn = run_program(static, blocks.shape[-2] * blocks.shape[-1])
-    if run_fn is _run_jit_one_kernel:
-        try:
-            return run_fn(static, prm, state, blocks, keys, pub)
-        except (RuntimeError, ImportError) as err:  # an XLA/JAX that refuses the one-kernel loop (XLA errors are RuntimeErrors)
-            cpu_loop._refused(err)
+    if run_program(static, blocks.shape[-2] * blocks.shape[-1]) is _run_jit_one_kernel:
+        program = _one_kernel_program(static, prm, state, blocks, keys, pub)
+        if program is not None:
+            return program(prm, state, blocks, keys, pub)
     return _run_jit(static, prm, state, blocks, keys, pub)
+
+
+# Ops XLA's own small-while-loop pass refuses to put into a one-kernel loop (custom calls — host
+# callbacks among them —, scatter, sort, FFT, collectives, host transfers); jaxdp applies the same screen
+# to the loop body before it marks it.
+_NOT_IN_ONE_KERNEL = (
+    "stablehlo.custom_call", "stablehlo.scatter", "stablehlo.sort", "stablehlo.fft", "stablehlo.all_reduce",
+    "stablehlo.all_gather", "stablehlo.all_to_all", "stablehlo.reduce_scatter", "stablehlo.collective_permute",
+    "stablehlo.collective_broadcast", "stablehlo.send", "stablehlo.recv", "stablehlo.infeed", "stablehlo.outfeed",
+)  # fmt: skip
+_one_kernel_programs: dict = {}  # (static config, argument types) → compiled one-kernel program, or None
+
+
+def one_kernel_screen(config: HVCConfig, prm, state, blocks, keys, pub) -> tuple[str, ...]:
+    """The ops of the codec loop body (for these argument types) that a one-kernel CPU loop cannot hold
+    (`_NOT_IN_ONE_KERNEL`, the screen of XLA's own pass); empty when the loop may be one kernel."""
+    static = static_config(config)
+    draws = jax.eval_shape(lambda b, k: _all_draws(static, b, k), blocks, keys)
+    body = _scan_call.lower(static, prm, state, blocks, draws, pub).as_text()
+    return tuple(op for op in _NOT_IN_ONE_KERNEL if op + " " in body or op + "(" in body or op + "\"" in body)
+
+
+def _one_kernel_program(static, prm, state, blocks, keys, pub):
+    """The compiled one-kernel loop for these argument types, compiled once; None where the screen or
+    XLA refuses it (then this program, and only this one, uses XLA's default loop, with the same keys:
+    nothing has been drawn or released by the refused attempt)."""
+    args = (prm, state, blocks, keys, pub)
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    sig = (static, tree, tuple((tuple(a.shape), str(a.dtype), bool(getattr(a, "weak_type", False))) for a in leaves))
+    if sig not in _one_kernel_programs:
+        program = None
+        if not one_kernel_screen(static, *args):
+            try:
+                program = _run_jit_one_kernel.lower(static, *args).compile()
+            except (RuntimeError, ImportError) as err:  # an XLA/JAX that refuses the marked loop (XLA errors are RuntimeErrors)
+                cpu_loop._refused(err)
+        _one_kernel_programs[sig] = program
+    return _one_kernel_programs[sig]
 
 
 def run_program(config: HVCConfig, block_entries: int):

@@ -14,9 +14,13 @@ This is done for blocks of n·d ≤ `SMALL_BLOCK_ENTRIES` values on the CPU back
 CPU, scan alone: n = 4 2.0×, n = 8 1.7×, n = 16 1.4× faster, n = 32 even, n = 48 1.4× *slower*, its
 matrix products being faster as library calls), single streams only (the vmapped repetition and
 multi-stream programs keep XLA's default). The discrete choices are the same and records equal to
-float rounding (`tests/hvc/test_cpu_loop.py`). The marker is an XLA-internal convention: if a JAX/XLA
-version refuses to compile the marked loop, jaxdp warns once, turns the setting off and runs the
-default loop (with the same keys: nothing was released by the refused attempt).
+float rounding (`tests/hvc/test_cpu_loop.py`). The marker is an XLA-internal convention, so jaxdp
+guards it twice: (1) before marking, it screens the loop body for the ops XLA's own pass keeps out of a
+one-kernel loop (custom calls — host callbacks among them —, scatter, sort, FFT, collectives, host
+transfers; `codec.one_kernel_screen`), and (2) it compiles the marked program explicitly, once per
+program: if a JAX/XLA version refuses it, jaxdp warns once and that program runs XLA's default loop
+(with the same keys: nothing was drawn or released by the refused attempt). Neither changes a
+process-wide setting.
 """
 
 from __future__ import annotations
@@ -61,7 +65,7 @@ def fuse_cpu_loops(enabled: bool = True) -> bool:
 
 
 def cpu_loops_fused() -> bool:
-    """The current `fuse_cpu_loops` setting (False after a version of XLA refused the one-kernel loop)."""
+    """The current `fuse_cpu_loops` setting."""
     return _enabled
 
 
@@ -70,16 +74,22 @@ def _one_kernel_codec_loop(block_entries: int) -> bool:
     return _enabled and block_entries <= SMALL_BLOCK_ENTRIES and jax.default_backend() == "cpu"
 
 
+_warned = False
+
+
 def _refused(err: Exception) -> None:
-    """XLA refused to compile the one-kernel loop: warn once and use XLA's default from now on."""
-    global _enabled
-    _enabled = False
+    """XLA refused to compile one one-kernel loop: warn once per process. Only that program falls back to
+    XLA's default loop (`jaxdp.hvc.codec`); the setting stays as the user left it."""
+    global _warned
+    if _warned:
+        return
+    _warned = True
     warnings.warn(
         f"jaxdp: this JAX/XLA version could not compile the codec loop as one CPU kernel "
-        f"({type(err).__name__}: {str(err)[:200]}); using XLA's default loop (same results, slower). "
+        f"({type(err).__name__}: {str(err)[:200]}); using XLA's default loop for it (same results, slower). "
         "Call jaxdp.fuse_cpu_loops(False) to skip the attempt.",
         RuntimeWarning,
-        stacklevel=3,
+        stacklevel=4,
     )
 
 

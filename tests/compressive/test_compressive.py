@@ -25,6 +25,21 @@ def test_fast_basis_operators_match_the_matrices(basis, n, dtype):
     np.testing.assert_allclose(np.asarray(synth(jnp.asarray(d, dtype))), d @ psi.T, atol=tol)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_kth_largest_equals_the_sorted_entry(dtype, key, x64):
+    rng = np.random.default_rng(4)
+    cases = [np.abs(rng.normal(size=1000)), np.zeros(50), np.repeat([3.0, 1.0, 0.0], 20),
+             np.abs(rng.standard_cauchy(257)) * 1e30, np.array([np.finfo(dtype).tiny, 0.0, np.inf, 5e-45 if dtype == "float32" else 5e-324])]  # fmt: skip
+    for a in cases:
+        a = a.astype(dtype)
+        for k in sorted({1, 2, a.size // 2, a.size}):
+            assert C.kth_largest(jnp.asarray(a), k) == np.sort(a)[-k], (a[:5], k)
+    a = jnp.asarray(np.abs(rng.normal(size=(4, 300))).astype(dtype))
+    ks = jnp.asarray([1, 7, 150, 300])
+    got = jax.jit(jax.vmap(C.kth_largest))(a, ks)  # traced k, batched
+    np.testing.assert_array_equal(np.asarray(got), [np.sort(np.asarray(r))[-int(k)] for r, k in zip(a, ks)])
+
+
 @pytest.mark.parametrize("k,n", [(1, 3), (4, 5), (9, 6)])
 def test_projection_l1_sensitivity_is_sqrt_k_by_brute_force(k, n, key):
     # every neighbour at L1 distance 1 (± e_j) moves ΦD by exactly the j-th column: L1 = k · 1/√k = √k,

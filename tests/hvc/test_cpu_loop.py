@@ -87,22 +87,49 @@ def test_one_kernel_loop_releases_the_same_as_the_default_loop(dtype):
     np.testing.assert_allclose(a.records, b.records, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6 * HI.max())
 
 
-def test_refused_one_kernel_loop_warns_once_and_falls_back_to_the_default(monkeypatch):
+def test_refused_one_kernel_loop_warns_once_and_falls_back_for_that_program_only(monkeypatch):
     data = CENSUS[:240]
     cfg = _config(8)
     jaxdp.fuse_cpu_loops(False)
     expected = jaxdp.anonymize(jax.random.key(5), data, cfg)
     jaxdp.fuse_cpu_loops(True)
 
-    def refuse(*args):
-        raise jax.errors.JaxRuntimeError("INVALID_ARGUMENT: No such compile option (simulated)")
+    class Refusing:  # an XLA that refuses the marked loop when it is compiled
+        def lower(self, *args):
+            return self
 
-    monkeypatch.setattr(codec, "_run_jit_one_kernel", refuse)
+        def compile(self):
+            raise jax.errors.JaxRuntimeError("INVALID_ARGUMENT: No such compile option (simulated)")
+
+    monkeypatch.setattr(codec, "_run_jit_one_kernel", Refusing())
+    monkeypatch.setattr(codec, "_one_kernel_programs", {})
+    monkeypatch.setattr(cpu_loop, "_warned", False)
     with pytest.warns(RuntimeWarning, match="could not compile the codec loop as one CPU kernel"):
         got = jaxdp.anonymize(jax.random.key(5), data, cfg)
     np.testing.assert_array_equal(got.records, expected.records)
-    assert not cpu_loop.cpu_loops_fused()  # no second attempt, no second warning
-    jaxdp.anonymize(jax.random.key(5), data, cfg)
+    assert cpu_loop.cpu_loops_fused()  # no process-wide switch is flipped
+    assert list(codec._one_kernel_programs.values()) == [None]  # this program remembers the refusal
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no second attempt, no second warning
+        jaxdp.anonymize(jax.random.key(5), data, cfg)
+
+
+def _loop_args(config, n, dtype=jnp.float32):
+    prm = codec.params(config, np.zeros(13), HI, dtype)
+    blocks = jnp.zeros((64, n, 13), dtype)
+    keys = jax.random.split(jax.random.key(0), 64)
+    pub = codec.BlockInputs(jnp.ones(64, dtype), jnp.zeros((64, 13), dtype), jnp.full(64, jnp.inf, dtype))
+    return prm, codec.init(config, 13, dtype), blocks, keys, pub
+
+
+def test_the_screen_keeps_callbacks_and_the_ops_xla_refuses_out_of_a_one_kernel_loop():
+    # today's small-block loop holds none of the ops XLA's own pass screens out
+    assert codec.one_kernel_screen(_config(8), *_loop_args(_config(8), 8)) == ()
+    # the paper's reordering calls back to the host inside the loop: a custom call, screened out
+    paper = _config(8, reorder="paper")
+    assert "stablehlo.custom_call" in codec.one_kernel_screen(paper, *_loop_args(paper, 8))
 
 
 def test_cli_reports_the_loop_and_no_fuse_loops_gives_the_same_output(tmp_path, capsys):
