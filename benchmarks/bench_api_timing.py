@@ -10,7 +10,7 @@ Data: 150,000 records resampled (seeded) from the bundled Census (n = 8 and 48, 
 a 4,096-bin synthetic histogram (ε = 0.1), a 4,000 × 1,000 synthetic count stream (BD, w = 40, ε = 1), a
 4,096-entry synthetic compressible vector (ε = 0.1).
 """
-import json, sys, time
+import json, time
 t0 = time.perf_counter(); import jaxdp; t_import = time.perf_counter() - t0
 import jax, numpy as np
 t0 = time.perf_counter(); jaxdp.anonymize; t_front = time.perf_counter() - t0

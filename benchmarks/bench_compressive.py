@@ -15,7 +15,6 @@ Usage: python benchmarks/bench_compressive.py [--reps 100] [--speed-only]
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import platform
 import time

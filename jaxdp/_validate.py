@@ -1,4 +1,7 @@
-"""Eager (Python-level) validation of public arguments.
+"""Eager (Python-level) validation of public arguments — all of jaxdp's argument and data checks
+(scalars, options, bounds, keys, and each system's data: count streams, histograms, F′ specifications,
+vectors; the systems re-export theirs as `wevent.check_counts`, `histogram.check_histogram`,
+`bucketize.check_fprime`).
 
 Every public entry point of jaxdp validates what it can *before* any computation and raises
 `ValueError`/`TypeError` with a message that says how to fix the call. Values that are traced
@@ -156,6 +159,76 @@ def key(value: Any, name: str = "key") -> jax.Array:
             "not accepted: wrap them with jax.random.wrap_key_data."
         )
     return value
+
+
+def counts(counts) -> np.ndarray:
+    """Validate a count stream ``[T, d]``: numeric, finite, non-negative, not empty."""
+    try:
+        arr = np.asarray(counts, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"counts must be a rectangular numeric array [T, d] (ragged rows?): {err}") from None
+    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise ValueError(f"counts must have shape [T, d] with T, d >= 1, got {arr.shape}.")
+    if not np.isfinite(arr).all():
+        raise ValueError("counts contain NaN or inf.")
+    if (arr < 0).any():
+        t, j = np.argwhere(arr < 0)[0]
+        raise ValueError(f"counts must be non-negative; found {arr[t, j]:g} at timestamp {t}, column {j}.")
+    return arr
+
+def histogram(hist, *, integer: bool = True) -> np.ndarray:
+    """Eager validation of a histogram of counts: 1-D, non-empty, finite, ≥ 0, integer-valued.
+
+    Returns a float64 NumPy copy. Raises `ValueError` with the offending bin.
+    """
+    if isinstance(hist, jax.core.Tracer):
+        raise TypeError("hist must be a concrete array (validate before jit/vmap; vmap over keys instead).")
+    h = np.asarray(hist)
+    if h.dtype == object or not (np.issubdtype(h.dtype, np.number) or h.dtype == bool):
+        raise TypeError(f"hist must be numeric counts, got dtype {h.dtype}.")
+    h = h.astype(np.float64)
+    if h.ndim != 1:
+        raise ValueError(f"hist must be a 1-D array of bin counts, got shape {h.shape}.")
+    if h.size == 0:
+        raise ValueError("hist is empty: a histogram needs at least one bin.")
+    bad = ~np.isfinite(h)
+    if bad.any():
+        raise ValueError(f"hist has a NaN/inf count at bin {int(np.argmax(bad))}.")
+    if (h < 0).any():
+        i = int(np.argmax(h < 0))
+        raise ValueError(f"hist has a negative count {h[i]} at bin {i}; counts must be >= 0.")
+    if integer and (h != np.round(h)).any():
+        i = int(np.argmax(h != np.round(h)))
+        raise ValueError(f"hist has a non-integer count {h[i]} at bin {i}; pass integer counts (or integer=False).")
+    return h
+
+def fprime(o, fp, values=None) -> None:
+    """Raise if no F′-private bucketization exists (Lemma 3.7: needs f′_i ≥ f_i), naming the value."""
+    o = np.asarray(o, np.int64)
+    fp = np.asarray(fp, np.float64)
+    if o.shape != fp.shape or o.ndim != 1:
+        raise ValueError(f"counts and f′ must be 1-D of equal length, got {o.shape} and {fp.shape}.")
+    if np.any(~np.isfinite(fp)) or np.any(fp <= 0) or np.any(fp > 1):
+        raise ValueError("every f′_i must lie in (0, 1].")
+    f = o / o.sum()
+    bad = np.flatnonzero(fp < f - 1e-9)
+    if bad.size:
+        i = int(bad[0])
+        name = values[i] if values is not None else i
+        raise ValueError(f"no F′-private bucketization exists: value {name!r} has frequency {f[i]:.4g} > f′ = {fp[i]:.4g} "
+                         "(Lemma 3.7); raise its f′ or merge values.")
+
+def vector(d, name="d") -> np.ndarray:
+    if isinstance(d, jax.core.Tracer):
+        raise TypeError(f"{name} must be concrete (vmap over keys, not over data).")
+    v = np.asarray(d, dtype=np.float64)
+    if v.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D vector, got shape {v.shape}.")
+    if v.size == 0:
+        raise ValueError(f"{name} is empty.")
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"{name} contains NaN or inf.")
+    return v
 
 
 def read_number_column(path: str) -> np.ndarray:

@@ -12,7 +12,7 @@ import numpy as np
 
 import jaxdp
 from jaxdp import mechanisms
-from jaxdp.hvc import predict, quantize
+from jaxdp.hvc import quantize
 
 
 def laplace_case():

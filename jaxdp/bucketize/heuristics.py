@@ -13,7 +13,6 @@ from jaxdp.bucketize.validity import (
     check_fprime,
     record_partition,
     round_robin,
-    valid_two_size,
     value_counts,
 )
 

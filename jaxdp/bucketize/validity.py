@@ -6,6 +6,7 @@ import numpy as np
 import scipy.optimize
 import scipy.sparse
 import scipy.sparse.csgraph
+from jaxdp._validate import fprime as check_fprime  # the eager checks live in _validate
 
 __all__ = ['value_counts', 'fprime_linear', 'check_fprime', 'valid_one_size', 'valid_two_size', 'assignment_exists', 'round_robin', 'record_partition', 'is_fprime_private']
 
@@ -31,22 +32,6 @@ def fprime_linear(freq, *, theta: float, b: float = 0.02) -> np.ndarray:
     """The paper's specification ``f′_i = min{1, θ·f_i + b}`` (Section 7: b = 0.02, θ ∈ {2 … 32})."""
     return np.minimum(1.0, theta * np.asarray(freq, np.float64) + b)
 
-
-def check_fprime(o, fp, values=None) -> None:
-    """Raise if no F′-private bucketization exists (Lemma 3.7: needs f′_i ≥ f_i), naming the value."""
-    o = np.asarray(o, np.int64)
-    fp = np.asarray(fp, np.float64)
-    if o.shape != fp.shape or o.ndim != 1:
-        raise ValueError(f"counts and f′ must be 1-D of equal length, got {o.shape} and {fp.shape}.")
-    if np.any(~np.isfinite(fp)) or np.any(fp <= 0) or np.any(fp > 1):
-        raise ValueError("every f′_i must lie in (0, 1].")
-    f = o / o.sum()
-    bad = np.flatnonzero(fp < f - _TOL)
-    if bad.size:
-        i = int(bad[0])
-        name = values[i] if values is not None else i
-        raise ValueError(f"no F′-private bucketization exists: value {name!r} has frequency {f[i]:.4g} > f′ = {fp[i]:.4g} "
-                         "(Lemma 3.7); raise its f′ or merge values.")
 
 
 def valid_one_size(o, fp, s: int, b: int) -> bool:

@@ -13,6 +13,7 @@ from jaxtyping import Array, Float
 
 from jaxdp import _validate, mechanisms
 from jaxdp.compressive.recovery import _recover, min_c5, psi_ops
+from jaxdp._validate import vector as _check_vector  # the eager checks live in _validate
 
 __all__ = ['measure', 'CompressiveConfig', 'sparsity_scores', 'max_sparsity', 'measurements', 'projection', 'CompressiveResult', 'compressive', 'laplace_identity']
 
@@ -114,18 +115,6 @@ def projection(key: jax.Array, k: int, n: int, dtype=None) -> Float[Array, "k n"
 
 
 # --------------------------------------------------------------------------------------- mechanisms
-def _check_vector(d, name="d") -> np.ndarray:
-    if isinstance(d, jax.core.Tracer):
-        raise TypeError(f"{name} must be concrete (vmap over keys, not over data).")
-    v = np.asarray(d, dtype=np.float64)
-    if v.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D vector, got shape {v.shape}.")
-    if v.size == 0:
-        raise ValueError(f"{name} is empty.")
-    if not np.all(np.isfinite(v)):
-        raise ValueError(f"{name} contains NaN or inf.")
-    return v
-
 
 class CompressiveResult(NamedTuple):
     """Output of `compressive`: the release D* ``[n]``, the sparsity S and number of samples k used

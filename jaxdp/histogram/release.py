@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import jax
 import numpy as np
-from jaxtyping import Array, Float
 
 from jaxdp import _validate
 from jaxdp.histogram._common import METHODS, HistogramResult

@@ -12,6 +12,7 @@ from jaxtyping import Array, Bool, Float
 
 from jaxdp import _validate, mechanisms
 from jaxdp.mechanisms import exact
+from jaxdp._validate import counts as check_counts  # the eager checks live in _validate
 
 __all__ = ['METHODS', 'INITIAL', 'WEventResult', 'run', 'SHIFT_AUTO_RATIO', 'WEventStream', 'check_counts']
 
@@ -341,17 +342,3 @@ class WEventStream:
         return np.asarray(o), {"eps1": float(e1), "eps2": float(e2), "published": bool(pub), "nullified": bool(nul)}
 
 
-def check_counts(counts) -> np.ndarray:
-    """Validate a count stream ``[T, d]``: numeric, finite, non-negative, not empty."""
-    try:
-        arr = np.asarray(counts, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"counts must be a rectangular numeric array [T, d] (ragged rows?): {err}") from None
-    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise ValueError(f"counts must have shape [T, d] with T, d >= 1, got {arr.shape}.")
-    if not np.isfinite(arr).all():
-        raise ValueError("counts contain NaN or inf.")
-    if (arr < 0).any():
-        t, j = np.argwhere(arr < 0)[0]
-        raise ValueError(f"counts must be non-negative; found {arr[t, j]:g} at timestamp {t}, column {j}.")
-    return arr
