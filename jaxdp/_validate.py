@@ -169,9 +169,10 @@ def counts(counts) -> np.ndarray:
         raise ValueError(f"counts must be a rectangular numeric array [T, d] (ragged rows?): {err}") from None
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
         raise ValueError(f"counts must have shape [T, d] with T, d >= 1, got {arr.shape}.")
-    if not np.isfinite(arr).all():
+    lo, hi = arr.min(), arr.max()  # two reductions without temporaries (NaN propagates into both)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
         raise ValueError("counts contain NaN or inf.")
-    if (arr < 0).any():
+    if lo < 0:
         t, j = np.argwhere(arr < 0)[0]
         raise ValueError(f"counts must be non-negative; found {arr[t, j]:g} at timestamp {t}, column {j}.")
     return arr
