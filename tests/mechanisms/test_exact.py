@@ -41,6 +41,27 @@ def _chi2_pvalue(samples, big_r, bins=60):
     return scipy.stats.chisquare(obs, expct * obs.sum() / expct.sum()).pvalue
 
 
+@pytest.mark.parametrize("key_words,counter,expected", [
+    ((0x00000000, 0x00000000), (0x00000000, 0x00000000), (0x6B200159, 0x99BA4EFE)),
+    ((0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF, 0xFFFFFFFF), (0x1CB996FC, 0xBB002BE7)),
+    ((0x13198A2E, 0x03707344), (0x243F6A88, 0x85A308D3), (0xC4923A9C, 0x483DF7A0)),
+])  # fmt: skip
+def test_threefry_matches_the_random123_known_answers(key_words, counter, expected):
+    u = lambda v: jnp.asarray(v, jnp.uint32)  # noqa: E731
+    got = exact.threefry2x32(u(key_words[0]), u(key_words[1]), u(counter[0]), u(counter[1]))
+    assert (int(got[0]), int(got[1])) == expected
+
+
+def test_uniform_words_are_uniform_bits_and_differ_per_key(key):
+    k1, k2 = jax.random.split(key)
+    w = np.asarray(exact.uniform_words(k1, (1000, 64)))
+    assert w.shape == (1000, 64) and w.dtype == np.uint32
+    bits = (w[..., None] >> np.arange(32, dtype=np.uint32)) & 1  # every bit position fair: |mean − ½| < 6σ
+    assert np.all(np.abs(bits.reshape(-1, 32).mean(0) - 0.5) < 6 * 0.5 / np.sqrt(64_000))
+    assert not np.array_equal(w, np.asarray(exact.uniform_words(k2, (1000, 64))))
+    assert np.array_equal(np.asarray(exact.uniform_words(k1, (7,))), np.asarray(exact.uniform_words(k1, (7,))))
+
+
 @pytest.mark.parametrize("scale", [1.0, 100.0, 1.2e7] + [pytest.param(s, marks=pytest.mark.slow) for s in (1.5, 3.7, 4321.5, 1.0e6)])
 def test_discrete_laplace_pmf_matches_the_closed_form(key, scale):
     z = np.asarray(exact.discrete_laplace(key, scale, (400_000,)))
