@@ -60,6 +60,9 @@ def test_uniform_words_are_uniform_bits_and_differ_per_key(key):
     assert np.all(np.abs(bits.reshape(-1, 32).mean(0) - 0.5) < 6 * 0.5 / np.sqrt(64_000))
     assert not np.array_equal(w, np.asarray(exact.uniform_words(k2, (1000, 64))))
     assert np.array_equal(np.asarray(exact.uniform_words(k1, (7,))), np.asarray(exact.uniform_words(k1, (7,))))
+    # a key of another implementation falls back to jax.random.bits (same words as it)
+    rbg = jax.random.key(3, impl="rbg")
+    np.testing.assert_array_equal(exact.uniform_words(rbg, (5,)), jax.random.bits(rbg, (5,), jnp.uint32))
 
 
 @pytest.mark.parametrize("scale", [1.0, 100.0, 1.2e7] + [pytest.param(s, marks=pytest.mark.slow) for s in (1.5, 3.7, 4321.5, 1.0e6)])
