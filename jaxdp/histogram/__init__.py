@@ -1,6 +1,8 @@
 """Differentially private histograms by lossy compression (Ács, Castelluccia & Chen, ICDM 2012).
 
-Methods (``publish(key, hist, method=…, epsilon=…)`` or the functions below):
+Methods (``publish(key, hist, method=…, epsilon=…)`` or the functions below); each returns a
+`HistogramResult` (``counts``, the released size ``k``, ``segment_starts``, ``epsilon_spent``, ``private``),
+and a key array ``[R]`` gives R independent releases as one vmapped program:
 
 * ``lpa``  — Laplace per bin, ``Lap(1/ε)`` (the paper's Theorem 1 with Δ₁ = 1).
 * ``fpa``  — Rastogi & Nath's Fourier perturbation with a fixed number ``k`` of retained coefficients,
