@@ -13,6 +13,7 @@ distinct subjects (parallel composition), and the stream driver charges each fra
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 from typing import NamedTuple
@@ -321,7 +322,11 @@ _NOT_IN_ONE_KERNEL = (
     "stablehlo.all_gather", "stablehlo.all_to_all", "stablehlo.reduce_scatter", "stablehlo.collective_permute",
     "stablehlo.collective_broadcast", "stablehlo.send", "stablehlo.recv", "stablehlo.infeed", "stablehlo.outfeed",
 )  # fmt: skip
-_one_kernel_programs: dict = {}  # (static config, argument types) → compiled one-kernel program, or None
+# (static config, argument types) → compiled one-kernel program, or None; the most recent
+# `_ONE_KERNEL_CACHE` programs are kept (each holds compiled code: an unbounded dict would outlive
+# `jax.clear_caches()`)
+_one_kernel_programs: collections.OrderedDict = collections.OrderedDict()
+_ONE_KERNEL_CACHE = 32
 
 
 def one_kernel_screen(config: HVCConfig, prm, state, blocks, keys, pub) -> tuple[str, ...]:
@@ -340,15 +345,19 @@ def _one_kernel_program(static, prm, state, blocks, keys, pub):
     args = (prm, state, blocks, keys, pub)
     leaves, tree = jax.tree_util.tree_flatten(args)
     sig = (static, tree, tuple((tuple(a.shape), str(a.dtype), bool(getattr(a, "weak_type", False))) for a in leaves))
-    if sig not in _one_kernel_programs:
-        program = None
-        if not one_kernel_screen(static, *args):
-            try:
-                program = _run_jit_one_kernel.lower(static, *args).compile()
-            except (RuntimeError, ImportError) as err:  # an XLA/JAX that refuses the marked loop (XLA errors are RuntimeErrors)
-                cpu_loop._refused(err)
-        _one_kernel_programs[sig] = program
-    return _one_kernel_programs[sig]
+    if sig in _one_kernel_programs:
+        _one_kernel_programs.move_to_end(sig)
+        return _one_kernel_programs[sig]
+    program = None
+    if not one_kernel_screen(static, *args):
+        try:
+            program = _run_jit_one_kernel.lower(static, *args).compile()
+        except (RuntimeError, ImportError) as err:  # an XLA/JAX that refuses the marked loop (XLA errors are RuntimeErrors)
+            cpu_loop._refused(err)
+    _one_kernel_programs[sig] = program
+    while len(_one_kernel_programs) > _ONE_KERNEL_CACHE:
+        _one_kernel_programs.popitem(last=False)
+    return program
 
 
 def run_program(config: HVCConfig, block_entries: int):

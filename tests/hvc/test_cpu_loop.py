@@ -1,5 +1,6 @@
 """The codec loop as one CPU kernel (`jaxdp.hvc.cpu_loop`): when it is used, what XLA makes of it, same release."""
 
+import collections
 import json
 
 import jax
@@ -102,7 +103,7 @@ def test_refused_one_kernel_loop_warns_once_and_falls_back_for_that_program_only
             raise jax.errors.JaxRuntimeError("INVALID_ARGUMENT: No such compile option (simulated)")
 
     monkeypatch.setattr(codec, "_run_jit_one_kernel", Refusing())
-    monkeypatch.setattr(codec, "_one_kernel_programs", {})
+    monkeypatch.setattr(codec, "_one_kernel_programs", collections.OrderedDict())
     monkeypatch.setattr(cpu_loop, "_warned", False)
     with pytest.warns(RuntimeWarning, match="could not compile the codec loop as one CPU kernel"):
         got = jaxdp.anonymize(jax.random.key(5), data, cfg)
