@@ -161,21 +161,33 @@ def key(value: Any, name: str = "key") -> jax.Array:
     return value
 
 
-def counts(counts) -> np.ndarray:
-    """Validate a count stream ``[T, d]``: numeric, finite, non-negative, not empty."""
+def counts(counts, *, dtype=None):
+    """Validate a count stream ``[T, d]``: numeric, finite, non-negative, not empty.
+
+    Returns a float64 NumPy array, or with `dtype` the JAX array of that dtype, cast and checked in one
+    chunked pass (`jaxdp._host.device_array_range`). Raises `ValueError` naming the first bad entry.
+    """
     try:
         arr = np.asarray(counts, dtype=np.float64)
     except (TypeError, ValueError) as err:
         raise ValueError(f"counts must be a rectangular numeric array [T, d] (ragged rows?): {err}") from None
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
         raise ValueError(f"counts must have shape [T, d] with T, d >= 1, got {arr.shape}.")
-    lo, hi = arr.min(), arr.max()  # two reductions without temporaries (NaN propagates into both)
+    if dtype is None:
+        out, lo, hi = arr, arr.min(), arr.max()  # two reductions without temporaries (NaN propagates into both)
+    else:
+        from jaxdp import _host
+
+        try:
+            out, lo, hi = _host.device_array_range(arr, dtype)
+        except ValueError as err:
+            raise ValueError(f"counts: {err}") from None
     if not (np.isfinite(lo) and np.isfinite(hi)):
         raise ValueError("counts contain NaN or inf.")
     if lo < 0:
         t, j = np.argwhere(arr < 0)[0]
         raise ValueError(f"counts must be non-negative; found {arr[t, j]:g} at timestamp {t}, column {j}.")
-    return arr
+    return out
 
 def histogram(hist, *, integer: bool = True) -> np.ndarray:
     """Eager validation of a histogram of counts: 1-D, non-empty, finite, ≥ 0, integer-valued.

@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxdp import _host
 from jaxdp.hvc import codec
 from jaxdp.hvc.config import HVCConfig
 from jaxdp.privacy import release_is_private

@@ -222,10 +222,11 @@ def run(
     _validate.size("w", w)
     _validate.positive_scalar("epsilon", epsilon)
     noise = mechanisms.check_noise(noise)
-    counts = check_counts(counts)
-    t = counts.shape[0]
-    shift = _check_shift(shift, method, counts.shape[1], int(w))
-    _check_grid(noise, method, w, float(epsilon), counts.shape[1], shift)
+    with mechanisms.precision(noise):
+        data = check_counts(counts, dtype=_validate.float_dtype())  # checked and cast in one pass
+    t = data.shape[0]
+    shift = _check_shift(shift, method, data.shape[1], int(w))
+    _check_grid(noise, method, w, float(epsilon), data.shape[1], shift)
     if decisions is not None and method in ("uniform", "sample"):
         raise ValueError(f"decisions apply to 'bd' and 'ba' only; {method!r} publishes on a fixed schedule.")
     force = np.full(t, -1) if decisions is None else np.asarray(decisions)
@@ -236,7 +237,6 @@ def run(
         force[0] = 1
     start = _check_start(start, t)
     with mechanisms.precision(noise):
-        data = jnp.asarray(counts, _validate.float_dtype())
         f = jnp.asarray(force, jnp.int32)
         kw = dict(method=method, w=int(w), shift=bool(shift), noise=mechanisms.kernel_noise(noise))
         args = (jnp.asarray(start - 1, jnp.uint32), jnp.asarray(_phase(start, int(w)), jnp.int32))

@@ -142,16 +142,16 @@ def run_partitioned(key: jax.Array, counts, *, method: str, w: int, epsilon: flo
     method = _validate.option("method", method, ("bd", "ba"))
     w = _validate.size("w", w)
     _validate.positive_scalar("epsilon", epsilon)
-    counts = check_counts(counts)
-    g = _validate.size("groups", groups)
-    if g > counts.shape[1]:
-        raise ValueError(f"groups = {g} exceeds the number of columns d = {counts.shape[1]}.")
-    p = None if regroup_every is None else _validate.size("regroup_every", regroup_every)
     noise = mechanisms.check_noise(noise)
-    if noise == "grid":
-        mechanisms.check_grid_ratio(epsilon=float(epsilon) / (2 * w), sensitivity=1.0 / max(_group_sizes(counts.shape[1], g)))
     with mechanisms.precision(noise):
-        data = jnp.asarray(counts, _validate.float_dtype())
+        data = check_counts(counts, dtype=_validate.float_dtype())  # checked and cast in one pass
+    g = _validate.size("groups", groups)
+    if g > data.shape[1]:
+        raise ValueError(f"groups = {g} exceeds the number of columns d = {data.shape[1]}.")
+    p = None if regroup_every is None else _validate.size("regroup_every", regroup_every)
+    if noise == "grid":
+        mechanisms.check_grid_ratio(epsilon=float(epsilon) / (2 * w), sensitivity=1.0 / max(_group_sizes(data.shape[1], g)))
+    with mechanisms.precision(noise):
         kw = dict(method=method, w=int(w), g=g, regroup_every=p, noise=mechanisms.kernel_noise(noise))
         if key.shape == ():
             return _run_partitioned(key, data, float(epsilon), **kw)

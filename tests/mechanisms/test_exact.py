@@ -65,6 +65,18 @@ def test_uniform_words_are_uniform_bits_and_differ_per_key(key):
     np.testing.assert_array_equal(exact.uniform_words(rbg, (5,)), jax.random.bits(rbg, (5,), jnp.uint32))
 
 
+@pytest.mark.parametrize("shape", [(), (7,), (3, 5), (4097,)])
+def test_threefry_bits_are_jax_random_bits(key, shape, dtype):
+    """The unrolled cipher gives jax.random.bits' words exactly (partitionable layout), 32 and 64 bits."""
+    width = np.dtype(dtype).itemsize * 8
+    udt = jnp.uint32 if width == 32 else jnp.uint64
+    np.testing.assert_array_equal(exact.threefry_bits(key, shape, width), jax.random.bits(key, shape, udt))
+    keys = jax.random.split(key, 3)  # vmapped over keys, under jit
+    got = jax.jit(jax.vmap(lambda k: exact.threefry_bits(k, shape, width)))(keys)
+    np.testing.assert_array_equal(got, jax.vmap(lambda k: jax.random.bits(k, shape, udt))(keys))
+    assert exact.threefry_bits(jax.random.key(3, impl="rbg"), shape) is None  # another implementation: caller falls back
+
+
 @pytest.mark.parametrize("scale", [1.0, 100.0, 1.2e7] + [pytest.param(s, marks=pytest.mark.slow) for s in (1.5, 3.7, 4321.5, 1.0e6)])
 def test_discrete_laplace_pmf_matches_the_closed_form(key, scale):
     z = np.asarray(exact.discrete_laplace(key, scale, (400_000,)))

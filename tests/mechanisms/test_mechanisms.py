@@ -27,6 +27,20 @@ def test_laplace_passes_ks_and_wrong_scale_is_rejected(key, dtype, scale):
     assert scipy.stats.kstest(z, scipy.stats.laplace(scale=scale / 1.2).cdf).pvalue < ALPHA
 
 
+@pytest.mark.parametrize("shape", [(), (7,), (3, 5), (4097,)])
+def test_laplace_draws_are_jax_random_laplace_bit_for_bit(key, dtype, shape):
+    """jaxdp's float Laplace takes its words from the unrolled Threefry on CPU; the draws are still exactly
+    jax.random.laplace's, so a release does not depend on which path ran (also vmapped, and for rbg keys)."""
+    want = jax.random.laplace(key, shape, dtype)
+    np.testing.assert_array_equal(mechanisms.standard_laplace(key, shape, dtype), want)
+    np.testing.assert_array_equal(mechanisms.laplace(key, 2.5, shape, dtype=dtype), 2.5 * want)
+    keys = jax.random.split(key, 3)
+    got = jax.jit(jax.vmap(lambda k: mechanisms.standard_laplace(k, shape, dtype)))(keys)
+    np.testing.assert_array_equal(got, jax.vmap(lambda k: jax.random.laplace(k, shape, dtype))(keys))
+    rbg = jax.random.key(3, impl="rbg")
+    np.testing.assert_array_equal(mechanisms.standard_laplace(rbg, shape, dtype), jax.random.laplace(rbg, shape, dtype))
+
+
 def test_laplace_broadcasts_array_scales(key):
     scales = jnp.asarray([1.0, 10.0, 100.0])
     z = np.asarray(mechanisms.laplace(key, scales, (20_000, 3)))

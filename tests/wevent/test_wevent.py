@@ -1,13 +1,14 @@
 from fractions import Fraction
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxdp import wevent
+from jaxdp import mechanisms, wevent
 
 ALPHA = 1e-4
 
@@ -112,6 +113,27 @@ def test_bad_input(key, kwargs, match):
     args.update(kwargs)
     with pytest.raises((ValueError, TypeError), match=match):
         wevent.run(key, args.pop("counts"), **args)
+
+
+@pytest.mark.parametrize("rows", [3, 600])  # 600 × 500 float64 (2.4 MB) takes the chunked, aligned cast
+@pytest.mark.parametrize("value, match", [(np.nan, "NaN or inf"), (np.inf, "NaN or inf"), (-1.0, "non-negative"),
+                                          (1e300, "exceed the float32 range")])  # fmt: skip
+def test_bad_counts_found_in_the_one_pass_cast(key, rows, value, match):
+    """`run` checks and casts counts in one chunked pass: a bad value anywhere, even in the last chunk, is
+    refused (and 1e300, which float32 cannot hold, is refused instead of becoming inf)."""
+    counts = np.ones((rows, 500))
+    counts[-1, -1] = value
+    with pytest.raises(ValueError, match=match):
+        wevent.run(key, counts, method="bd", w=2, epsilon=1.0)
+
+
+def test_the_one_pass_cast_keeps_the_values(key):
+    counts = wevent.synthetic_counts(1, timestamps=600, columns=500)  # > 1 MB: the chunked path
+    a = wevent.run(key, counts, method="uniform", w=4, epsilon=1.0).releases
+    b = wevent.run(key, counts.astype(np.float32), method="uniform", w=4, epsilon=1.0).releases
+    np.testing.assert_array_equal(a, b)
+    noise = jax.vmap(lambda i: mechanisms.laplace(jax.random.split(jax.random.fold_in(key, i))[1], 4.0, (500,)))
+    np.testing.assert_allclose(a, counts + noise(jnp.arange(600, dtype=jnp.uint32)), rtol=1e-5, atol=1e-3)
 
 
 def test_csv_loader(tmp_path):

@@ -1,0 +1,53 @@
+"""Host-to-device transfer of large inputs (private helper)."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+_ALIGN = 64  # XLA:CPU adopts a host buffer without copying only when it is this aligned
+
+
+_CHUNK = 1 << 15  # values per pass of the chunked cast: a chunk stays in cache between its reads
+
+
+def device_array(x, dtype) -> jax.Array:
+    """`x` as a JAX array of `dtype`: cast once on the host into a 64-byte aligned buffer that JAX may adopt
+    without a copy.
+
+    ``jnp.asarray(x, float32)`` of a large float64 array casts on the host and then copies the result into a
+    fresh device buffer; on this project's CPU machine that second copy (page faults on fresh memory) cost
+    ≈ 5× the cast (10⁷ values: 67 ms against 10 ms). The buffer is private to the returned array.
+
+    Raises:
+      ValueError: a value overflows `dtype` (e.g. 1e300 into float32), instead of becoming inf silently.
+    """
+    return device_array_range(x, dtype)[0]
+
+
+def device_array_range(x, dtype) -> tuple[jax.Array, float, float]:
+    """`device_array` and the minimum and maximum of `x` (NaN if any value is NaN), in one chunked pass over
+    the input (each chunk is checked while it is in cache)."""
+    x = np.asarray(x)
+    dtype = np.dtype(dtype)
+    if x.size == 0:
+        return jax.device_put(x.astype(dtype)), np.nan, np.nan
+    flat = x.reshape(-1)
+    try:
+        with np.errstate(over="raise", invalid="raise"):
+            if x.size * dtype.itemsize < 1 << 20:  # small: not worth it
+                return jax.device_put(x.astype(dtype)), float(flat.min()), float(flat.max())
+            buf = np.empty(x.size * dtype.itemsize + _ALIGN, np.uint8)
+            offset = (-buf.ctypes.data) % _ALIGN
+            out = buf[offset:offset + x.size * dtype.itemsize].view(dtype)
+            lo, hi = np.inf, -np.inf
+            for s in range(0, flat.size, _CHUNK):
+                chunk = flat[s:s + _CHUNK]
+                lo, hi = np.minimum(lo, chunk.min()), np.maximum(hi, chunk.max())  # NaN propagates
+                np.copyto(out[s:s + _CHUNK], chunk, casting="unsafe")
+    except FloatingPointError:
+        raise ValueError(
+            f"values exceed the {dtype} range (largest magnitude {np.nanmax(np.abs(x)):g}): rescale them, or use "
+            'noise="float64".'
+        ) from None
+    return jax.device_put(out.reshape(x.shape), may_alias=True), float(lo), float(hi)
