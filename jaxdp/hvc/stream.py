@@ -316,7 +316,7 @@ def _run_padded(config, prm, state, blocks, key, start: int, pub, dtype, pad: bo
         energy = np.concatenate([energy, np.broadcast_to(energy[..., -1:], (*energy.shape[:-1], extra))], axis=-1)
     keys = _block_keys(key, start, count, length)
     pub = codec.BlockInputs(jnp.asarray(eps, dtype), jnp.asarray(base, dtype), jnp.asarray(energy, dtype))
-    end_state, (released, info) = codec.run(config, prm, state, jnp.asarray(blocks, dtype), keys, pub)
+    end_state, (released, info) = codec.run(config, prm, state, _host.device_array(blocks, dtype), keys, pub)
     released = np.asarray(released)[..., :count, :, :]
     info = jax.tree_util.tree_map(lambda a: np.asarray(a)[:, :count] if keys.ndim == 2 else np.asarray(a)[:count], info)
     if extra and keys.ndim == 1:
