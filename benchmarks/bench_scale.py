@@ -22,7 +22,6 @@ for larger blocks both are the same program and only the first is run.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import platform
@@ -44,7 +43,7 @@ def stream(n_records: int, seed: int = 0) -> np.ndarray:
     return CENSUS[rng.integers(0, CENSUS.shape[0], size=n_records)] * rng.uniform(0.99, 1.01, size=(n_records, 13))
 
 
-def numpy_codec(records: np.ndarray, config: jaxdp.HVCConfig, seed: int = 0) -> np.ndarray:
+def numpy_codec(records: np.ndarray, config: jaxdp.HVCConfig, epsilon: float, seed: int = 0) -> np.ndarray:
     """The default codec as a plain float64 NumPy loop (no reordering, full frames only)."""
     rng = np.random.default_rng(seed)
     n, d = config.block_size, records.shape[1]
@@ -52,7 +51,7 @@ def numpy_codec(records: np.ndarray, config: jaxdp.HVCConfig, seed: int = 0) -> 
     tab = quantize.tables(n, np.stack([lo, hi]), kinds=config.kinds, order=config.order, accounting=config.accounting)
     names = predict.mode_names(config.modes, config.history)
     ql, qe, e = config.budget_split
-    eps_j = config.epsilon * config.frame_size / records.shape[0]
+    eps_j = epsilon * config.frame_size / records.shape[0]
     hist = np.zeros((config.history, n, d))
     valid = 0
     mid = np.broadcast_to(0.5 * (lo + hi), (n, d))
@@ -145,7 +144,7 @@ def main():
         for length in lengths:
             # the codec loop with the paper's five prediction modes (the NumPy codec below implements
             # them; the default's frame-mean layer is a separate vectorized pass, not in the loop)
-            cfg = jaxdp.HVCConfig(n, max(1, 96 // n), 3.0, bounds=(np.zeros(13), HI), modes=predict.PAPER_MODES,
+            cfg = jaxdp.HVCConfig(n, max(1, 96 // n), bounds=(np.zeros(13), HI), modes=predict.PAPER_MODES,
                                   frame_mean_share=0.0)
             data = stream(length, seed=length)
             settings = (True, False) if codec.one_kernel_loop(cfg, n * 13) else (True,)
@@ -153,12 +152,12 @@ def main():
             for setting in settings:
                 jaxdp.fuse_cpu_loops(setting)
                 t0 = time.perf_counter()
-                jaxdp.anonymize(jax.random.key(0), data, cfg)
+                jaxdp.anonymize(jax.random.key(0), data, cfg, epsilon=3.0)
                 first[setting] = time.perf_counter() - t0
                 runs = []
                 for r in range(5 if length <= 100_000 else 1):  # median of 5 for the short streams
                     t0 = time.perf_counter()
-                    res = jaxdp.anonymize(jax.random.key(1 + r), data, cfg)
+                    res = jaxdp.anonymize(jax.random.key(1 + r), data, cfg, epsilon=3.0)
                     runs.append(time.perf_counter() - t0)
                 run[setting] = float(np.median(runs))
                 assert res.records.shape[0] == length
@@ -168,7 +167,7 @@ def main():
             if length >= 10**4:
                 nb = min(args.numpy_blocks, length // n)
                 t0 = time.perf_counter()
-                numpy_codec(data[: nb * n], dataclasses.replace(cfg))
+                numpy_codec(data[: nb * n], cfg, 3.0)
                 np_rate_v = nb * n / (time.perf_counter() - t0)
                 np_rate = f"{np_rate_v:,.0f}"
                 ratio = f"{(length / run[True]) / np_rate_v:.1f}×"
@@ -189,8 +188,8 @@ def main():
     if args.skip_memory:
         return
     print("\nStreamAnonymizer memory, 10⁶ records pushed in chunks of 10,000 (n = 8, δ = 96):")
-    cfg = jaxdp.HVCConfig(8, 12, 3.0, bounds=(np.zeros(13), HI), target_length=args.max_records)
-    sa = jaxdp.StreamAnonymizer(jax.random.key(2), cfg)
+    cfg = jaxdp.HVCConfig(8, 12, bounds=(np.zeros(13), HI), target_length=args.max_records)
+    sa = jaxdp.StreamAnonymizer(jax.random.key(2), cfg, epsilon=3.0)
     rss = []
     released = 0
     t0 = time.perf_counter()

@@ -63,14 +63,14 @@ def load(name):
 
 def methods(n, b, eps, bounds, k):
     acct = dict(records_per_subject=1) if k else {}
-    cfg = jaxdp.HVCConfig(n, b, eps, bounds=bounds, **acct)
-    paper = jaxdp.HVCConfig.paper(n, b, eps, bounds=bounds, reorder="none", **acct)
+    cfg = jaxdp.HVCConfig(n, b, bounds=bounds, **acct)
+    paper = jaxdp.HVCConfig.paper(n, b, bounds=bounds, reorder="none", **acct)
     return {
-        "HVC default": lambda key, x: jaxdp.anonymize(key, x, cfg),
-        "HVC paper preset": lambda key, x: jaxdp.anonymize(key, x, paper),
-        "PLN": lambda key, x: baselines.pln(key, x, cfg),
-        "frame mean": lambda key, x: baselines.frame_mean(key, x, cfg),
-        "microaggregation g=8": lambda key, x: baselines.microaggregate(key, x, cfg, group=8),
+        "HVC default": lambda key, x: jaxdp.anonymize(key, x, cfg, epsilon=eps),
+        "HVC paper preset": lambda key, x: jaxdp.anonymize(key, x, paper, epsilon=eps),
+        "PLN": lambda key, x: baselines.pln(key, x, cfg, epsilon=eps),
+        "frame mean": lambda key, x: baselines.frame_mean(key, x, cfg, epsilon=eps),
+        "microaggregation g=8": lambda key, x: baselines.microaggregate(key, x, cfg, group=8, epsilon=eps),
         "midpoint": lambda key, x: baselines.midpoint(x, cfg),
     }
 

@@ -34,20 +34,20 @@ def run(args) -> list[dict]:
     for eps, n, delay, frac in itertools.product(args.eps, args.n, args.delay, args.cost_fraction):
         b = max(1, delay // n)
         cost = int(frac * (n * n // 2))
-        variants = {"midpoint": None, "pln": None, "hvc_default": jaxdp.HVCConfig(n, b, eps, bounds=bounds)}
+        variants = {"midpoint": None, "pln": None, "hvc_default": jaxdp.HVCConfig(n, b, bounds=bounds)}
         if cost == 0:
-            variants["hvc_paper_preset"] = jaxdp.HVCConfig.paper(n, b, eps, bounds=bounds, reorder="none")
+            variants["hvc_paper_preset"] = jaxdp.HVCConfig.paper(n, b, bounds=bounds, reorder="none")
         else:
-            variants["hvc_paper_preset_reorder"] = jaxdp.HVCConfig.paper(n, b, eps, bounds=bounds, reorder_cost=cost)
-        base = jaxdp.HVCConfig(n, b, eps, bounds=bounds)
+            variants["hvc_paper_preset_reorder"] = jaxdp.HVCConfig.paper(n, b, bounds=bounds, reorder_cost=cost)
+        base = jaxdp.HVCConfig(n, b, bounds=bounds)
         for name, cfg in variants.items():
             if name == "midpoint":
                 sse = np.atleast_1d(jaxdp.midpoint(data, base).sse(data))
             elif name == "pln":
-                sse = jaxdp.pln(keys, data, base).sse(data)
+                sse = jaxdp.pln(keys, data, base, epsilon=eps).sse(data)
             else:
                 k = keys[: args.reorder_reps] if cfg.reorder == "paper" else keys
-                res = jaxdp.anonymize(k, data, cfg)
+                res = jaxdp.anonymize(k, data, cfg, epsilon=eps)
                 sse = np.atleast_1d(res.sse(data))
             used = cfg or base
             rows.append(

@@ -358,9 +358,9 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
     try:
         if args.paper:
             kw.pop("history")
-            config = jaxdp.HVCConfig.paper(n, delay // n, args.epsilon, **kw)
+            config = jaxdp.HVCConfig.paper(n, delay // n, **kw)
         else:
-            config = jaxdp.HVCConfig(n, delay // n, args.epsilon, **kw)
+            config = jaxdp.HVCConfig(n, delay // n, **kw)
     except (ValueError, TypeError, NotImplementedError) as err:
         raise InputError(str(err)) from None
     key = keys.fresh_key() if seed is None else keys.key_from_seed(seed)
@@ -377,7 +377,7 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
     t_run = time.perf_counter()
     progress = _progress(rows, args.quiet)
     try:
-        sa = jaxdp.StreamAnonymizer(key, config)
+        sa = jaxdp.StreamAnonymizer(key, config, epsilon=args.epsilon)
         id_of: dict[int, object] = {}
         with TableWriter(args.output, reader.names, id_column=args.ids_column, fmt=args.output_format,
                          delimiter=args.delimiter) as writer, warnings.catch_warnings():  # fmt: skip
@@ -424,7 +424,7 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
         "budget_exhausted": bool(sa.dropped > 0),
         "unit_of_privacy": (f"a subject with at most {config.records_per_subject} released records (ε/k per frame)"
                             if config.records_per_subject else f"a record among l = {target} (ε·r/l per frame of r)"),
-        "epsilon_total": float(config.epsilon),
+        "epsilon_total": float(args.epsilon),
         "epsilon_spent": float(eps_f.sum()),
         "epsilon_per_frame_max": float(eps_f.max()) if eps_f.size else 0.0,
         "frames": int(eps_f.size),
@@ -449,10 +449,10 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
     print(f"  records in {records_in}, out {writer.rows}, superseded {sa.superseded}, dropped {sa.dropped}"
           + (f", capped {sa.capped}" if config.records_per_subject else ""), file=out)  # fmt: skip
     if config.records_per_subject:
-        print(f"  epsilon {config.epsilon:g} per subject: {config.epsilon / config.records_per_subject:.4g} per frame, "
+        print(f"  epsilon {args.epsilon:g} per subject: {args.epsilon / config.records_per_subject:.4g} per frame, "
               f"at most {config.records_per_subject} released record(s) per subject", file=out)  # fmt: skip
     else:
-        print(f"  epsilon spent {eps_f.sum():.4g} of {config.epsilon:g} (at most {report['epsilon_per_frame_max']:.4g} "
+        print(f"  epsilon spent {eps_f.sum():.4g} of {args.epsilon:g} (at most {report['epsilon_per_frame_max']:.4g} "
               "per frame)", file=out)  # fmt: skip
     print(f"  private: {'yes' if private else 'NO'}", file=out)
     for reason in reasons:

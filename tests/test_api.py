@@ -71,13 +71,10 @@ def test_every_key_parameter_is_first_and_every_epsilon_keyword_only():
 
 
 def test_every_release_with_a_budget_takes_it_keyword_only():
-    # HVC's budget is part of its frozen config (HVCConfig.epsilon); every other release names epsilon=
+    # every release names its budget epsilon=, HVC's included (its config holds the static structure only)
     for mod, names in RELEASES.items():
         for name in names:
             params = {p.name: p for p in _params(getattr(mod, name))}
-            if mod is hvc:
-                assert "config" in params, name
-                continue
             budget = params.get("epsilon")
             no_budget = name in ("projection", "laplace_noise", "add_laplace", "grid_laplace") or (
                 mod is bucketize and name == "publish"  # F′-privacy: a shuffle and fake values, no ε
@@ -90,6 +87,15 @@ def test_releases_return_their_systems_result_type(name):
     mod = next(m for m, names in RELEASES.items() if name in names)
     ann = inspect.signature(getattr(mod, name)).return_annotation
     assert ann in (RESULT_TYPES[name], RESULT_TYPES[name].__name__), f"{name} -> {ann}"
+
+
+def test_hvc_config_holds_no_budget():
+    """The budget is a call argument, not configuration: a config is shared by releases at any ε."""
+    import dataclasses
+
+    assert "epsilon" not in {f.name for f in dataclasses.fields(jaxdp.HVCConfig)}
+    with pytest.raises(TypeError):
+        jaxdp.HVCConfig(8, 2, 1.0, bounds=[1.0])  # the old positional ε is refused, not taken as something else
 
 
 def test_the_check_catches_a_key_that_is_not_first():

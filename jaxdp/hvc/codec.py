@@ -286,7 +286,7 @@ def run_streams(config: HVCConfig, prm: CodecParams, state: CodecState, blocks, 
 def static_config(config: HVCConfig) -> HVCConfig:
     """The part of a config the compiled loop depends on (ε, l, bounds and b enter as arrays)."""
     return dataclasses.replace(
-        config, epsilon=1.0, target_length=None, records_per_subject=None, bounds=((0.0,), (1.0,)), frame_blocks=1,
+        config, target_length=None, records_per_subject=None, bounds=((0.0,), (1.0,)), frame_blocks=1,
         frame_mean_share=0.5 if "frame_mean" in config.modes else 0.0,  # the driver spends it, not the loop
     )  # fmt: skip
 

@@ -21,6 +21,9 @@ _STRATEGIES = ("lagrangian", "s1", "s2")
 class HVCConfig:
     """Configuration of `jaxdp.anonymize`, `jaxdp.StreamAnonymizer` and `jaxdp.pln`.
 
+    The budget is not part of the configuration: it is the keyword ``epsilon=`` of each release
+    (`jaxdp.anonymize(key, records, config, epsilon=…)`), as everywhere in jaxdp. ε below is that budget.
+
     The defaults are private and utility-safe: identity reordering (the paper's reordering is not
     DP, DESIGN note 3), exact joint accounting, hopeless (t, σ) candidates pruned by a public
     rule, released blocks clipped to the domain (free post-processing).
@@ -28,8 +31,6 @@ class HVCConfig:
     Attributes:
       block_size: n, records per block (>= 1).
       frame_blocks: b, blocks per frame; a frame holds m = n·b records and the delay is δ = m.
-      epsilon: total budget ε protecting `target_length` records (paper Sec. 4.1): each full
-        frame spends ε_j = ε·m/l, a shorter frame of r records ε·r/l.
       target_length: l, the number of records to protect (the paper's accounting: each frame of r
         records spends ε·r/l, the whole stream ε); None = the length of the input stream (batch only:
         `StreamAnonymizer` needs it, or `records_per_subject`). Records beyond l are dropped and counted.
@@ -75,7 +76,6 @@ class HVCConfig:
 
     block_size: int
     frame_blocks: int
-    epsilon: float
     _: dataclasses.KW_ONLY
     target_length: int | None = None
     records_per_subject: int | None = None
@@ -98,7 +98,6 @@ class HVCConfig:
     def __post_init__(self):
         _validate.size("block_size", self.block_size)
         _validate.size("frame_blocks", self.frame_blocks)
-        _validate.positive_scalar("epsilon", self.epsilon)
         if self.target_length is not None:
             _validate.size("target_length", self.target_length)
         if self.records_per_subject is not None:
@@ -158,7 +157,7 @@ class HVCConfig:
 
     @classmethod
     def paper(
-        cls, block_size: int, frame_blocks: int, epsilon: float, *, bounds, reorder_cost: int | None = None, **overrides
+        cls, block_size: int, frame_blocks: int, *, bounds, reorder_cost: int | None = None, **overrides
     ) -> HVCConfig:
         """The paper-faithful preset: θ = 1, Theorem 1 accounting, no pruning, no output clipping,
         Algorithm 2's reordering with c_R = ⌊n²/2⌋/2 by default (the paper's Sec. 5.5 setting).
@@ -175,7 +174,7 @@ class HVCConfig:
         if overrides.get("reorder") == "none":
             kw["reorder_cost"] = 0
         kw.update(overrides)
-        return cls(block_size, frame_blocks, epsilon, bounds=bounds, **kw)
+        return cls(block_size, frame_blocks, bounds=bounds, **kw)
 
     @property
     def frame_size(self) -> int:

@@ -68,7 +68,7 @@ class Result:
       dropped: input rows after the target length l was reached (the budget is spent).
       capped: input rows dropped because their subject already had `records_per_subject` released
         records (contribution bounding; only with subject ids).
-      epsilon_spent: ε spent per frame, ``[F]`` (its sum is ≤ config.epsilon).
+      epsilon_spent: ε spent per frame, ``[F]`` (its sum is ≤ the `epsilon` of the call).
       frame: frame number of each released record, ``[N_out]``.
       info: per-block `codec.BlockInfo` (mode, kind, t, epsilon, perm), ``[B]`` (or ``[R, B]``).
       private: the rule of `jaxdp.privacy`: False when the bounds were derived from the data
@@ -236,8 +236,8 @@ def _check_ids(ids, n: int):
 class _Frames:
     """Frames as padded blocks, ready for the codec."""
 
-    def __init__(self, config: HVCConfig, lo, hi, limit: int, dtype):
-        self.config, self.lo, self.hi, self.limit = config, lo, hi, limit
+    def __init__(self, config: HVCConfig, epsilon: float, lo, hi, limit: int, dtype):
+        self.config, self.epsilon, self.lo, self.hi, self.limit = config, epsilon, lo, hi, limit
         self.dtype = dtype
 
     def blocks(self, get_rows, frames: list[tuple[list[int], int]]):
@@ -262,7 +262,7 @@ class _Frames:
         rows[slots] = flat_rows
         data = np.broadcast_to(mid - self.lo, (total, d)).copy()  # coded relative to lo (see `_shift_params`)
         data[slots] = get_rows(flat_rows) - self.lo
-        eps = np.repeat(_frame_epsilon(self.config, sizes, self.limit), per_frame)
+        eps = np.repeat(_frame_epsilon(self.config, self.epsilon, sizes, self.limit), per_frame)
         frame = np.repeat(np.arange(len(frames)), per_frame)
         return data.reshape(-1, n, d), rows.reshape(-1, n), eps, frame
 
@@ -327,11 +327,11 @@ def _run_padded(config, prm, state, blocks, key, start: int, pub, dtype, pad: bo
     return end_state, released, info
 
 
-def _frame_epsilon(config: HVCConfig, size, limit):
+def _frame_epsilon(config: HVCConfig, epsilon: float, size, limit):
     """ε of a frame of `size` records: ε/k with `records_per_subject` = k, else the paper's ε·size/l."""
     if config.records_per_subject is not None:
-        return config.epsilon / config.records_per_subject * np.ones_like(np.asarray(size, np.float64))
-    return config.epsilon * np.asarray(size, np.float64) / limit
+        return epsilon / config.records_per_subject * np.ones_like(np.asarray(size, np.float64))
+    return epsilon * np.asarray(size, np.float64) / limit
 
 
 def _plan_all(config: HVCConfig, n_rows: int, ids, limit):
@@ -503,11 +503,11 @@ def _frame_raw_moments(blocks, rows, block_frame, n_frames):
     return np.stack([mean, dev / np.maximum(sizes, 1.0)[:, None]]), sizes
 
 
-def _block_inputs(config, layer: _FrameMeans, key, blocks, rows, eps, block_frame, frames, limit, dtype):
+def _block_inputs(config, epsilon, layer: _FrameMeans, key, blocks, rows, eps, block_frame, frames, limit, dtype):
     """`codec.BlockInputs` for a run: the blocks' budgets and the frame-mean layer's estimates for them
     (base row of the block's frame; residual energy = real rows × the frame's energy per record + the
     public padding rows' squared distance to the base)."""
-    eps_frames = _frame_epsilon(config, [len(f[0]) for f in frames], limit)
+    eps_frames = _frame_epsilon(config, epsilon, [len(f[0]) for f in frames], limit)
     # what the codec codes: NaN → the midpoint, everything clipped into the domain (as `codec._step` does)
     clamped = np.clip(np.where(np.isnan(blocks), 0.5 * layer.width, blocks), 0.0, layer.width)
     moments, sizes = _frame_raw_moments(clamped, rows, block_frame, len(frames))
@@ -587,7 +587,7 @@ def _prepare(records, config: HVCConfig, ids):
     return records, ids, lo, hi, private, limit, frames, planner
 
 
-def anonymize(key: jax.Array, records, config: HVCConfig, *, ids=None) -> Result:
+def anonymize(key: jax.Array, records, config: HVCConfig, *, epsilon: float, ids=None) -> Result:
     """Publish a record stream with the hybrid-video-coding method (paper Secs. 4.1–4.6).
 
     Privacy:
@@ -602,7 +602,10 @@ def anonymize(key: jax.Array, records, config: HVCConfig, *, ids=None) -> Result
       key: typed PRNG key; a key array of shape ``[R]`` runs R independent repetitions as one
         vmapped program (``result.records`` then has shape ``[R, N_out, d]``).
       records: input stream, shape ``[N, d]`` (row order = arrival order).
-      config: an `HVCConfig`.
+      config: an `HVCConfig` (the method's static structure: sizes, bounds, accounting, samplers).
+      epsilon: the total budget ε > 0 (keyword-only, as at every jaxdp release): with the paper's
+        accounting it protects `target_length` records (each frame of r records spends ε·r/l); with
+        ``config.records_per_subject = k`` it is the budget per subject (ε/k per frame).
       ids: optional subject id per record (any hashable values); repeated ids within a buffer are
         updates (the latest tuple is kept).
 
@@ -612,11 +615,12 @@ def anonymize(key: jax.Array, records, config: HVCConfig, *, ids=None) -> Result
     from jaxdp import _validate
 
     _validate.key(key)
+    epsilon = float(_validate.positive_scalar("epsilon", epsilon))
     records, ids, lo, hi, private, limit, frames, planner = _prepare(records, config, ids)
     if planner.dropped:
         _warn_dropped(planner.dropped, limit)
     with _precision(config):
-        return _anonymize_planned(key, records, config, ids, lo, hi, private, limit, frames, planner)
+        return _anonymize_planned(key, records, config, epsilon, ids, lo, hi, private, limit, frames, planner)
 
 
 def _precision(config: HVCConfig):
@@ -634,11 +638,11 @@ def _compute_dtype(config: HVCConfig, records: np.ndarray):
     return np.dtype(jnp.asarray(records[:0]).dtype)
 
 
-def _assemble(config, released, rows, info, frames, block_frame, lo, hi, dtype, limit, planner, private) -> Result:
+def _assemble(config, epsilon, released, rows, info, frames, block_frame, lo, hi, dtype, limit, planner, private) -> Result:
     """The `Result` of a batch run (one stream, or many with a leading axis): records back in release order."""
     out, index, delay, footrule, frame = _release(released, rows, info.perm, frames, block_frame)
     out = _unshift(out, lo, _output_dtype(lo, hi, dtype))
-    eps_frames = _frame_epsilon(config, [len(f[0]) for f in frames], limit)
+    eps_frames = _frame_epsilon(config, epsilon, [len(f[0]) for f in frames], limit)
     return Result(
         records=out, index=index, delay=delay, footrule=footrule, capped=planner.capped,
         superseded=planner.superseded, dropped=planner.dropped, epsilon_spent=eps_frames, frame=frame,
@@ -646,23 +650,23 @@ def _assemble(config, released, rows, info, frames, block_frame, lo, hi, dtype, 
     )  # fmt: skip
 
 
-def _anonymize_planned(key, records, config, ids, lo, hi, private, limit, frames, planner):
+def _anonymize_planned(key, records, config, epsilon, ids, lo, hi, private, limit, frames, planner):
     dtype = _compute_dtype(config, records)
     prm = _shift_params(config, lo, hi, dtype)
-    fr = _Frames(config, lo, hi, limit, dtype)
+    fr = _Frames(config, epsilon, lo, hi, limit, dtype)
     data64 = records.astype(np.float64)
     blocks, rows, eps, block_frame = fr.blocks(lambda r: data64[np.asarray(r, np.int64)], frames)
     state = codec.init(config, records.shape[1], dtype)
     layer = _FrameMeans(config, hi - lo)
-    pub = _block_inputs(config, layer, key, blocks, rows, eps, block_frame, frames, limit, dtype)
+    pub = _block_inputs(config, epsilon, layer, key, blocks, rows, eps, block_frame, frames, limit, dtype)
     _, released, info = _run_padded(config, prm, state, blocks, key, 0, pub, dtype, pad=False)
-    return _assemble(config, released, rows, info, frames, block_frame, lo, hi, dtype, limit, planner, private)
+    return _assemble(config, epsilon, released, rows, info, frames, block_frame, lo, hi, dtype, limit, planner, private)
 
 
-def anonymize_streams(keys: jax.Array, streams, config: HVCConfig, *, shard: bool = True) -> Result:
+def anonymize_streams(keys: jax.Array, streams, config: HVCConfig, *, epsilon: float, shard: bool = True) -> Result:
     """Anonymize S independent streams of equal length as one program, sharded across devices.
 
-    Each stream s is processed exactly as ``anonymize(keys[s], streams[s], config)`` would (same block
+    Each stream s is processed exactly as ``anonymize(keys[s], streams[s], config, epsilon=epsilon)`` would (same block
     keys, same frames), but all streams run in one vmapped `lax.scan`. With ``shard=True`` the
     stream axis is split over every visible device with a `jax.sharding.Mesh` (streams are padded
     to a multiple of the device count; the padding is dropped). On several hosts, start JAX's own
@@ -675,6 +679,7 @@ def anonymize_streams(keys: jax.Array, streams, config: HVCConfig, *, shard: boo
       keys: typed keys, shape ``[S]`` (one per stream; e.g. `jax.random.split`).
       streams: ``[S, N, d]`` records (no subject ids: every record is its own subject).
       config: an `HVCConfig` with public bounds (``bounds="data"`` is refused: it would read all streams).
+      epsilon: the total budget ε > 0 of each stream, as in `anonymize`.
       shard: shard the stream axis across `jax.devices()`.
 
     Returns:
@@ -683,6 +688,7 @@ def anonymize_streams(keys: jax.Array, streams, config: HVCConfig, *, shard: boo
     from jaxdp import _validate
 
     _validate.key(keys)
+    epsilon = float(_validate.positive_scalar("epsilon", epsilon))
     streams = np.asarray(streams)
     if streams.ndim != 3 or streams.shape[1] == 0:
         raise ValueError(f"streams must have shape [S, N, d] with N >= 1, got {streams.shape}.")
@@ -702,14 +708,14 @@ def anonymize_streams(keys: jax.Array, streams, config: HVCConfig, *, shard: boo
     with _precision(config):
         dtype = _compute_dtype(config, streams[0])
         prm = _shift_params(config, lo, hi, dtype)
-        fr = _Frames(config, lo, hi, limit, dtype)
+        fr = _Frames(config, epsilon, lo, hi, limit, dtype)
         data64 = streams.astype(np.float64)
         per = [fr.blocks(lambda r, s=s: data64[s][np.asarray(r, np.int64)], frames) for s in range(n_streams)]
         blocks = np.stack([p[0] for p in per])
         rows, eps, block_frame = per[0][1], per[0][2], per[0][3]
         keys_b = _block_keys(keys, 0, blocks.shape[1])  # [S, B]
         layers = [  # each stream its own frame-mean layer (its own key)
-            _block_inputs(config, _FrameMeans(config, hi - lo), keys[s_], blocks[s_], rows, eps, block_frame,
+            _block_inputs(config, epsilon, _FrameMeans(config, hi - lo), keys[s_], blocks[s_], rows, eps, block_frame,
                           frames, limit, dtype)
             for s_ in range(n_streams)
         ]  # fmt: skip
@@ -741,7 +747,7 @@ def anonymize_streams(keys: jax.Array, streams, config: HVCConfig, *, shard: boo
         _, (released, info) = codec.run_streams(config, prm, state, blocks_j, keys_j, pub)
         released = np.asarray(released)[:n_streams]
         info = jax.tree_util.tree_map(lambda a: np.asarray(a)[:n_streams], info)
-    return _assemble(config, released, rows, info, frames, block_frame, lo, hi, dtype, limit, planner, private)
+    return _assemble(config, epsilon, released, rows, info, frames, block_frame, lo, hi, dtype, limit, planner, private)
 
 
 class StreamAnonymizer:
@@ -754,16 +760,17 @@ class StreamAnonymizer:
       key: typed PRNG key (a single key), first as in every jaxdp release call.
       config: an `HVCConfig` with `target_length` or `records_per_subject` set and public bounds (not
         ``"data"``).
+      epsilon: the total budget ε > 0, as in `anonymize` (keyword-only).
 
     Raises:
       TypeError: the arguments in the old order ``(config, key)``.
     """
 
-    def __init__(self, key: jax.Array, config: HVCConfig):
+    def __init__(self, key: jax.Array, config: HVCConfig, *, epsilon: float):
         from jaxdp import _validate
 
         if isinstance(key, HVCConfig):
-            raise TypeError("StreamAnonymizer(key, config): the key comes first, as in every jaxdp release call.")
+            raise TypeError("StreamAnonymizer(key, config, epsilon=...): the key comes first, as in every jaxdp release call.")
         _validate.key(key)
         if key.shape != ():
             raise ValueError("StreamAnonymizer takes a single key; use anonymize for repetitions.")
@@ -773,6 +780,7 @@ class StreamAnonymizer:
         if config.bounds == "data":
             raise ValueError('bounds="data" reads the whole data set; a stream needs public bounds.')
         self.config, self.key = config, key
+        self.epsilon = float(_validate.positive_scalar("epsilon", epsilon))
         self.lo, self.hi, _ = codec.resolve_bounds(config)
         self.d = self.lo.shape[0]
         with _precision(config):
@@ -782,7 +790,7 @@ class StreamAnonymizer:
         self.out_dtype = _output_dtype(self.lo, self.hi, self.dtype)
         self.frame_means = _FrameMeans(config, self.hi - self.lo)
         self.planner = Planner(config.frame_size, config.target_length, config.records_per_subject)
-        self.frames_fr = _Frames(config, self.lo, self.hi, config.target_length, self.dtype)
+        self.frames_fr = _Frames(config, self.epsilon, self.lo, self.hi, config.target_length, self.dtype)
         self.pending: dict[int, np.ndarray] = {}  # input row -> record, for buffered rows only
         self.rows_seen = 0
         self.blocks_done = 0
@@ -873,7 +881,7 @@ class StreamAnonymizer:
             return np.zeros((0, self.d), self.out_dtype), np.zeros(0, np.int64)
         blocks, rows, eps, block_frame = self.frames_fr.blocks(lambda r: self._rows(r, chunk, first), frames)
         with _precision(self.config):
-            pub = _block_inputs(self.config, self.frame_means, self.key, blocks, rows, eps, block_frame, frames,
+            pub = _block_inputs(self.config, self.epsilon, self.frame_means, self.key, blocks, rows, eps, block_frame, frames,
                                 self.config.target_length, self.dtype)  # fmt: skip
             self.state, released, info = _run_padded(
                 self.config, self.prm, self.state, blocks, self.key, self.blocks_done, pub, self.dtype, pad=True
@@ -883,7 +891,7 @@ class StreamAnonymizer:
         self.frames_done += len(frames)
         self.frame_sizes.extend(len(f[0]) for f in frames)
         self.epsilon_spent.extend(
-            _frame_epsilon(self.config, [len(f[0]) for f in frames], self.config.target_length).tolist()
+            _frame_epsilon(self.config, self.epsilon, [len(f[0]) for f in frames], self.config.target_length).tolist()
         )
         # forget the raw records of rows that left the buffer (released, or superseded by an update)
         buffered = set(self.planner.buffer.values())

@@ -245,8 +245,8 @@ def test_streaming_cli_equals_batch_anonymize_for_the_same_key(tmp_path, capsys)
                      "--delay", "24")  # fmt: skip
     assert code == 0
     header, released = _read_csv(out)
-    cfg = jaxdp.HVCConfig(8, 3, 50.0, bounds=(np.zeros(3), np.full(3, 10.0)), target_length=300)
-    batch = jaxdp.anonymize(keys.key_from_seed(5), DATA, cfg)
+    cfg = jaxdp.HVCConfig(8, 3, bounds=(np.zeros(3), np.full(3, 10.0)), target_length=300)
+    batch = jaxdp.anonymize(keys.key_from_seed(5), DATA, cfg, epsilon=50.0)
     assert header == HEADER
     np.testing.assert_array_equal(released.astype(np.float32), batch.records)  # shortest float32 text round-trips
 
