@@ -278,6 +278,25 @@ def _scan(reader):
     return rows, mx, mn
 
 
+def _released_with_ids(reader, m: int) -> tuple[int, int]:
+    """(rows, records the stream anonymizer will release) for a table with subject ids and frames of m records.
+
+    A subject's later records within a buffer are updates (the latest is kept), so fewer records than rows are
+    released; the default target length l is this number, so that the whole ε is spent. It depends only on
+    the ids and their arrival order, which jaxdp treats as public (README, "What is assumed public").
+    """
+    from jaxdp.hvc.stream import Planner
+
+    planner, rows, released = Planner(m, None), 0, 0
+    for x, ids, _ in reader.batches():
+        subjects = ids.to_pylist() if hasattr(ids, "to_pylist") else list(ids)
+        for j, subject in enumerate(subjects):
+            released += sum(len(frame) for frame, _ in planner.feed(rows + j, ("id", subject)))
+        rows += x.shape[0]
+    released += sum(len(frame) for frame, _ in planner.flush(rows - 1)) if rows else 0
+    return rows, released
+
+
 def anonymize_cmd(args: argparse.Namespace) -> int:
     t_start = time.perf_counter()
     delay, split, seed = _check_anonymize_args(args)
@@ -295,7 +314,8 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
     bounds = _parse_bounds(args.bounds, columns)
     target = args.target_length
     per_subject = args.records_per_subject
-    need_scan = bounds is None or (target is None and per_subject is None and reader.rows is None)
+    by_ids = target is None and per_subject is None and args.ids_column is not None
+    need_scan = bounds is None or by_ids or (target is None and per_subject is None and reader.rows is None)
     if need_scan and path == "-":
         raise InputError("reading stdin needs --target-length (the number of records to protect) and public "
                          "--bounds: stdin cannot be read twice.")  # fmt: skip
@@ -305,8 +325,12 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
                            encoding=args.encoding, chunk_rows=args.chunk)  # fmt: skip
         if bounds is None:
             rows, mx, mn = _scan(again)
-        else:  # only the length is needed: count rows without converting numbers
+        elif not by_ids:  # only the length is needed: count rows without converting numbers
             rows = again.count_rows()
+        if by_ids:  # the records that will be released: rows less updates (ids and arrival order: public)
+            rows, target = _released_with_ids(open_table(
+                path, fmt=args.input_format, id_column=args.ids_column, delimiter=args.delimiter,
+                encoding=args.encoding, chunk_rows=args.chunk), delay)  # fmt: skip
         if rows == 0:
             raise InputError(f"{path} has a header but no records.")
         if bounds is None:  # the paper's rule reads the data: NOT private
@@ -700,8 +724,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="public domain: widths 'w1,..,wd' (domain [0, w]) or 'lo:hi,..' (negative values fine), or "
                         "'data' for the paper's 1.5 x max rule (reads the data: NOT private). Required for your data")
     g.add_argument("--target-length", type=int, default=None,
-                   help="records to protect l (default: the number of input rows; needed for stdin); later "
-                        "records are dropped")
+                   help="records to protect l (default: the number of input rows, or with --ids-column the number "
+                        "of records that will be released, rows less updates; needed for stdin); later records are "
+                        "dropped")
     g.add_argument("--records-per-subject", type=int, default=None, metavar="K",
                    help="unit of privacy: a subject with at most K released records; each frame spends ε/K and the "
                         "stream may be of any length (with --ids-column a subject's records beyond its K-th are "

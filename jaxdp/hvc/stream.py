@@ -119,6 +119,7 @@ class Planner:
         self.superseded = 0
         self.dropped = 0
         self.capped = 0
+        self.full = False  # the limit l is reached while subjects with ids are buffered: only their updates enter
         self.closed = False
 
     def feed(self, row: int, subject) -> list[tuple[list[int], int]]:
@@ -130,6 +131,9 @@ class Planner:
             del self.buffer[subject]
             self.superseded += 1
         else:
+            if self.full:  # no new record after the l-th; a buffered subject's update still replaces its record
+                self.dropped += 1
+                return []
             if self.cap is not None:  # contribution bounding: at most k released records per subject
                 seen = self.per_subject.get(subject, 0)
                 if seen >= self.cap:
@@ -140,9 +144,13 @@ class Planner:
         self.buffer[subject] = row
         oldest = next(iter(self.buffer.values()))
         at_limit = self.limit is not None and self.accepted >= self.limit
-        if len(self.buffer) >= self.m or row - oldest >= self.m - 1 or at_limit:
+        # at the limit, a frame of subjects with ids waits for their updates (the usual rules or the end emit
+        # it); a frame of rows without ids cannot change any more, so it is emitted at once
+        hold = at_limit and subject[0] == "id"
+        if len(self.buffer) >= self.m or row - oldest >= self.m - 1 or (at_limit and not hold):
             self.closed = at_limit
             return [self._emit(row)]
+        self.full = at_limit
         return []
 
     def feed_distinct(self, first_row: int, count: int) -> tuple[list[tuple[list[int], int]], int]:

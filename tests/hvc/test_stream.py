@@ -344,6 +344,21 @@ def test_distinct_subject_plan_equals_the_planner_loop(n_rows, m, limit):
     )
 
 
+def test_at_the_limit_buffered_subjects_still_update_and_new_ones_are_dropped():
+    """With ids, the l-th record does not end the stream: buffered subjects' later rows replace their records
+    (as below the limit) and rows of other subjects are dropped; without ids the frame is emitted at once."""
+    from jaxdp.hvc.stream import Planner
+
+    p = Planner(8, 2)
+    feed = [("id", "a"), ("id", "b"), ("id", "a"), ("id", "c"), ("id", "b")]
+    frames = [f for row, s in enumerate(feed) for f in p.feed(row, s)] + p.flush(len(feed) - 1)
+    assert [sorted(rows) for rows, _ in frames] == [[2, 4]]  # the latest a and b; c (a third record) dropped
+    assert (p.accepted, p.superseded, p.dropped) == (2, 2, 1)
+    q = Planner(8, 2)
+    emitted = [f for row in range(4) for f in q.feed(row, ("row", row))]
+    assert emitted == [([0, 1], 1)] and q.dropped == 2
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_bulk_distinct_feed_equals_the_per_row_feed(seed):
     """`Planner.feed_distinct` (StreamAnonymizer.push without ids) = `feed` per row, also after pushes with ids."""

@@ -90,6 +90,28 @@ def test_anonymize_user_csv_with_ids_and_public_bounds(tmp_path, capsys):
     assert {r[0] for r in rows[1:]} <= {str(i) for i in range(30)}
 
 
+def test_ids_default_target_is_the_records_released_and_spends_all_of_epsilon(tmp_path, capsys):
+    """200 rows of 3 subjects: 3 records are released (the rest are updates) and the default target length is
+    3, so the whole ε is spent (it was 200 rows: ε·3/200 spent, silently); the release equals the batch call
+    with target_length = 3 for the same key."""
+    src = tmp_path / "ids.csv"
+    rng = np.random.default_rng(1)
+    ids = rng.integers(0, 3, 200)
+    data = np.column_stack([rng.uniform(0, 10, 200), rng.uniform(0, 5, 200)]).round(3)
+    src.write_text("id,a,b\n" + "".join(f"{i},{a},{b}\n" for i, (a, b) in zip(ids, data)))
+    out, rep = tmp_path / "out.csv", tmp_path / "r.json"
+    assert cli.main(["anonymize", str(src), "-o", str(out), "--ids-column", "id", "--bounds", "10,5", "--seed", "7",
+                     "--epsilon", "2", "--report", str(rep), "--quiet"]) == 0  # fmt: skip
+    report = json.loads(rep.read_text())
+    assert (report["records_out"], report["superseded"], report["dropped"]) == (3, 197, 0)
+    assert report["epsilon_spent"] == pytest.approx(2.0)
+    cfg = jaxdp.HVCConfig(8, 12, bounds=(np.zeros(2), np.array([10.0, 5.0])), target_length=3)
+    batch = jaxdp.anonymize(keys.key_from_seed(7), data, cfg, epsilon=2.0, ids=ids.tolist())
+    rows = list(csv.reader(out.open()))[1:]
+    np.testing.assert_array_equal(np.array([[float(v) for v in r[1:]] for r in rows], np.float32), batch.records)
+    assert [int(r[0]) for r in rows] == [int(ids[i]) for i in batch.index]
+
+
 @pytest.mark.parametrize(
     "content, extra, message",
     [
