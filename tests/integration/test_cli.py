@@ -107,7 +107,8 @@ def test_ids_default_target_is_the_records_released_and_spends_all_of_epsilon(tm
     assert report["epsilon_spent"] == pytest.approx(2.0)
     cfg = jaxdp.HVCConfig(8, 12, bounds=(np.zeros(2), np.array([10.0, 5.0])), target_length=3)
     batch = jaxdp.anonymize(keys.key_from_seed(7), data, cfg, epsilon=2.0, ids=ids.tolist())
-    rows = list(csv.reader(out.open()))[1:]
+    with out.open() as f:
+        rows = list(csv.reader(f))[1:]
     np.testing.assert_array_equal(np.array([[float(v) for v in r[1:]] for r in rows], np.float32), batch.records)
     assert [int(r[0]) for r in rows] == [int(ids[i]) for i in batch.index]
 
