@@ -31,7 +31,9 @@ def prefix_tree(x):
     levels = max(0, (n - 1).bit_length())
     size = 1 << levels
     xp = jnp.pad(x, (0, size - n))
-    srt = jnp.stack([jnp.sort(xp.reshape(size >> h, 1 << h), axis=1).reshape(size) for h in range(levels + 1)])
+    # every level in one sort (fewer ops to compile than a sort per level): key (block of entry i at level h, x_i)
+    block = jnp.right_shift(jnp.arange(size, dtype=jnp.int32)[None, :], jnp.arange(levels + 1, dtype=jnp.int32)[:, None])
+    _, srt = jax.lax.sort((block, jnp.broadcast_to(xp, (levels + 1, size))), dimension=1, num_keys=2)
     zero = jnp.zeros((levels + 1, 1), x.dtype)
     cums = jnp.concatenate([zero, jnp.cumsum(srt, axis=1)], axis=1)
     prefix = jnp.concatenate([jnp.zeros((1,), x.dtype), jnp.cumsum(x)])
