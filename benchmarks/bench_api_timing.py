@@ -27,11 +27,11 @@ lo, hi = np.zeros(13), census.max(0) * 1.5
 out = {"jaxdp": jaxdp.__file__, "import_s": t_import, "front_door_s": t_front}
 def hvc(n):
     try:
-        cfg = jaxdp.HVCConfig(n, 12, bounds=(lo, hi), records_per_subject=1)
-        return lambda s: jaxdp.anonymize(jax.random.key(s), recs, cfg, epsilon=1.0).records
+        cfg = jaxdp.HVCConfig(n, 12, records_per_subject=1)
+        return lambda s: jaxdp.anonymize(jax.random.key(s), recs, cfg, epsilon=1.0, bounds=(lo, hi)).records
     except TypeError:  # a checkout from before the budget moved from HVCConfig to the call
-        cfg = jaxdp.HVCConfig(n, 12, 1.0, bounds=(lo, hi), records_per_subject=1)
-        return lambda s: jaxdp.anonymize(jax.random.key(s), recs, cfg).records
+        cfg = jaxdp.HVCConfig(n, 12, 1.0, records_per_subject=1)
+        return lambda s: jaxdp.anonymize(jax.random.key(s), recs, cfg, bounds=(lo, hi)).records
 for n in (8, 48):
     out[f"hvc_n{n}_first_s"], out[f"hvc_n{n}_s"] = timed(hvc(n))
 h = jaxdp.histogram.synthetic_histogram(0, n=4096)

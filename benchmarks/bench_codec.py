@@ -31,19 +31,19 @@ import jaxdp
 from jaxdp import datasets
 
 
-def variants(n, b, bounds):
+def variants(n, b):
     return {
-        "HVC default (θ=½, joint)": jaxdp.HVCConfig(n, b, bounds=bounds),
-        "HVC θ=1, joint": jaxdp.HVCConfig(n, b, bounds=bounds, theta=1.0),
-        "HVC θ=½, paper accounting": jaxdp.HVCConfig(n, b, bounds=bounds, accounting="paper"),
-        "HVC θ=½, joint, no pruning": jaxdp.HVCConfig(n, b, bounds=bounds, prune=False),
-        "HVC paper preset, no reorder": jaxdp.HVCConfig.paper(n, b, bounds=bounds, reorder="none"),
+        "HVC default (θ=½, joint)": jaxdp.HVCConfig(n, b),
+        "HVC θ=1, joint": jaxdp.HVCConfig(n, b, theta=1.0),
+        "HVC θ=½, paper accounting": jaxdp.HVCConfig(n, b, accounting="paper"),
+        "HVC θ=½, joint, no pruning": jaxdp.HVCConfig(n, b, prune=False),
+        "HVC paper preset, no reorder": jaxdp.HVCConfig.paper(n, b, reorder="none"),
     }
 
 
-def paper_reorder(n, b, bounds):
+def paper_reorder(n, b):
     """The paper preset with Algorithm 2's reordering, c_R = ⌊n²/2⌋/2 (NOT DP; host LAP callback)."""
-    return jaxdp.HVCConfig.paper(n, b, bounds=bounds)
+    return jaxdp.HVCConfig.paper(n, b)
 
 
 def utility(reps: int, quick: bool, reorder_reps: int):
@@ -54,13 +54,13 @@ def utility(reps: int, quick: bool, reorder_reps: int):
     rows = []
     for eps, n, delay in itertools.product(eps_grid, (8, 16, 48), (96, 216, 432)):
         b = delay // n
-        mid = jaxdp.midpoint(data, jaxdp.HVCConfig(n, b, bounds=bounds)).sse(data)
-        pln = jaxdp.pln(keys, data, jaxdp.HVCConfig(n, b, bounds=bounds), epsilon=eps).sse(data).mean()
+        mid = jaxdp.midpoint(data, jaxdp.HVCConfig(n, b), bounds=bounds).sse(data)
+        pln = jaxdp.pln(keys, data, jaxdp.HVCConfig(n, b), epsilon=eps, bounds=bounds).sse(data).mean()
         row = {"eps": eps, "n": n, "delay": delay, "m": n * b, "midpoint": mid, "PLN": pln}
-        for name, cfg in variants(n, b, bounds).items():
-            row[name] = jaxdp.anonymize(keys, data, cfg, epsilon=eps).sse(data).mean()
+        for name, cfg in variants(n, b).items():
+            row[name] = jaxdp.anonymize(keys, data, cfg, epsilon=eps, bounds=bounds).sse(data).mean()
         if reorder_reps:
-            res = jaxdp.anonymize(keys[:reorder_reps], data, paper_reorder(n, b, bounds), epsilon=eps)
+            res = jaxdp.anonymize(keys[:reorder_reps], data, paper_reorder(n, b), epsilon=eps, bounds=bounds)
             row[f"HVC paper preset + reorder (not DP, {reorder_reps} reps)"] = res.sse(data).mean()
         rows.append(row)
         print(
@@ -78,11 +78,11 @@ def noise_cost(reps: int):
     keys = jax.random.split(jax.random.key(5), reps)
     rows = []
     for eps, n, delay in ((3.0, 48, 432), (3.0, 16, 432), (2.0, 48, 216), (30.0, 8, 96)):
-        mid = jaxdp.midpoint(data, jaxdp.HVCConfig(n, delay // n, bounds=bounds)).sse(data)
+        mid = jaxdp.midpoint(data, jaxdp.HVCConfig(n, delay // n), bounds=bounds).sse(data)
         row = [eps, n, delay]
         for noise in ("float", "float64", "grid"):
-            cfg = jaxdp.HVCConfig(n, delay // n, bounds=bounds, noise=noise)
-            row.append(jaxdp.anonymize(keys, data, cfg, epsilon=eps).sse(data).mean() / mid)
+            cfg = jaxdp.HVCConfig(n, delay // n, noise=noise)
+            row.append(jaxdp.anonymize(keys, data, cfg, epsilon=eps, bounds=bounds).sse(data).mean() / mid)
         rows.append(row)
     return rows
 
@@ -102,19 +102,19 @@ def speed(reps: int, big: int):
     bounds = (np.zeros(13), datasets.bounds_from_data(data))
     out = []
     for n in (8, 48):
-        cfg = jaxdp.HVCConfig(n, 96 // n if n == 8 else 2, bounds=bounds)
-        one = _time(lambda cfg=cfg: jax.block_until_ready(jaxdp.anonymize(jax.random.key(1), data, cfg, epsilon=3.0).records))
+        cfg = jaxdp.HVCConfig(n, 96 // n if n == 8 else 2)
+        one = _time(lambda cfg=cfg: jax.block_until_ready(jaxdp.anonymize(jax.random.key(1), data, cfg, epsilon=3.0, bounds=bounds).records))
         keys = jax.random.split(jax.random.key(2), reps)
-        many = _time(lambda cfg=cfg: jax.block_until_ready(jaxdp.anonymize(keys, data, cfg, epsilon=3.0).records), repeats=1)
+        many = _time(lambda cfg=cfg: jax.block_until_ready(jaxdp.anonymize(keys, data, cfg, epsilon=3.0, bounds=bounds).records), repeats=1)
         out.append((n, data.shape[0], one, reps, many))
     rng = np.random.default_rng(0)
     stream = data[rng.integers(0, data.shape[0], size=big)] * rng.uniform(0.99, 1.01, size=(big, 13))
-    cfg = jaxdp.HVCConfig(8, 12, bounds=(np.zeros(13), 1.5 * data.max(axis=0)))
+    cfg, public = jaxdp.HVCConfig(8, 12), (np.zeros(13), 1.5 * data.max(axis=0))
     t0 = time.perf_counter()
-    res = jaxdp.anonymize(jax.random.key(3), stream, cfg, epsilon=3.0)
+    res = jaxdp.anonymize(jax.random.key(3), stream, cfg, epsilon=3.0, bounds=public)
     first = time.perf_counter() - t0
     t0 = time.perf_counter()
-    res = jaxdp.anonymize(jax.random.key(4), stream, cfg, epsilon=3.0)
+    res = jaxdp.anonymize(jax.random.key(4), stream, cfg, epsilon=3.0, bounds=public)
     second = time.perf_counter() - t0
     return out, (big, first, second, res.records.shape[0])
 

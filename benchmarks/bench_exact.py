@@ -87,8 +87,8 @@ def codec(records, repeats):
     bounds = (np.zeros(13), 1.5 * data.max(axis=0))
     rows = []
     for noise in ("float", "grid"):
-        cfg = jaxdp.HVCConfig(8, 12, bounds=bounds, noise=noise)
-        first, t = _timed(lambda s, c=cfg: jaxdp.anonymize(jax.random.key(s), stream, c, epsilon=3.0).records, repeats)
+        cfg = jaxdp.HVCConfig(8, 12, noise=noise)
+        first, t = _timed(lambda s, c=cfg: jaxdp.anonymize(jax.random.key(s), stream, c, epsilon=3.0, bounds=bounds).records, repeats)
         rows.append((noise, records, first, records / t))
     return rows
 

@@ -26,7 +26,7 @@ as in the reference), jaxdp gives pure ε-DP per person (`records_per_subject=1`
 inside the public domain). Synthetic rows are not aligned with input rows, so `relative_sse` is reported
 for MST but is meaningless there (it compares unrelated rows); compare it only between jaxdp methods.
 
-jaxdp side: `HVCConfig(8, 27, bounds=(lo, hi), records_per_subject=1)` at `epsilon=ε` (n = 8, delay 216), the default
+jaxdp side: `HVCConfig(8, 27, records_per_subject=1)` at `epsilon=ε, bounds=(lo, hi)` (n = 8, delay 216), the default
 HVC and the frame-mean baseline, R = 20 repetitions (one vmapped call), metrics against x[res.index].
 
 Usage: python benchmarks/bench_synthetic.py [--quick]   (full run writes benchmarks/results/synthetic.json)
@@ -189,13 +189,13 @@ def main():
     rows = []
     for name, eps in itertools.product(datas, epss):
         x, lo, hi = load(name)
-        cfg = jaxdp.HVCConfig(8, 27, bounds=(lo, hi), records_per_subject=1)
+        cfg = jaxdp.HVCConfig(8, 27, records_per_subject=1)
         keys = jax.random.split(jax.random.key(0), args.reps)
         row = {"data": name, "N": x.shape[0], "d": x.shape[1], "eps": eps}
         for meth, fn in {"HVC default": jaxdp.anonymize, "frame mean": baselines.frame_mean}.items():
-            _, first = timed(lambda: fn(keys[:1], x, cfg, epsilon=eps))
-            _, one = timed(lambda: fn(keys[1:2], x, cfg, epsilon=eps))
-            res, _ = timed(lambda: fn(keys, x, cfg, epsilon=eps))
+            _, first = timed(lambda: fn(keys[:1], x, cfg, epsilon=eps, bounds=(lo, hi)))
+            _, one = timed(lambda: fn(keys[1:2], x, cfg, epsilon=eps, bounds=(lo, hi)))
+            res, _ = timed(lambda: fn(keys, x, cfg, epsilon=eps, bounds=(lo, hi)))
             row[meth] = {**jaxdp_scores(res, x, lo, hi), "sec": one, "sec_first": first, "reps": args.reps}
         ys, secs = [], []
         for r in range(args.mst_reps):
@@ -224,7 +224,7 @@ def main():
         "mbi": getattr(mbi, "__version__", None) or _dist_version("mbi"),
         "jaxdp": _dist_version("jaxdp"),
         "device": str(jax.devices()[0]),
-        "jaxdp_config": "HVCConfig(8, 27, bounds=(lo, hi), records_per_subject=1), epsilon=eps",
+        "jaxdp_config": "HVCConfig(8, 27, records_per_subject=1), epsilon=eps, bounds=(lo, hi)",
         "mst": {"bins": BINS, "delta": DELTA, "iters": args.iters, "select_iters": args.select_iters,
                 "estimator": "mbi.estimation.MirrorDescent (Armijo line search)", "sampler": "synthetic_data (round)"},
         "quick": args.quick,

@@ -63,15 +63,15 @@ def load(name):
 
 def methods(n, b, eps, bounds, k):
     acct = dict(records_per_subject=1) if k else {}
-    cfg = jaxdp.HVCConfig(n, b, bounds=bounds, **acct)
-    paper = jaxdp.HVCConfig.paper(n, b, bounds=bounds, reorder="none", **acct)
+    cfg = jaxdp.HVCConfig(n, b, **acct)
+    paper = jaxdp.HVCConfig.paper(n, b, reorder="none", **acct)
     return {
-        "HVC default": lambda key, x: jaxdp.anonymize(key, x, cfg, epsilon=eps),
-        "HVC paper preset": lambda key, x: jaxdp.anonymize(key, x, paper, epsilon=eps),
-        "PLN": lambda key, x: baselines.pln(key, x, cfg, epsilon=eps),
-        "frame mean": lambda key, x: baselines.frame_mean(key, x, cfg, epsilon=eps),
-        "microaggregation g=8": lambda key, x: baselines.microaggregate(key, x, cfg, group=8, epsilon=eps),
-        "midpoint": lambda key, x: baselines.midpoint(x, cfg),
+        "HVC default": lambda key, x: jaxdp.anonymize(key, x, cfg, epsilon=eps, bounds=bounds),
+        "HVC paper preset": lambda key, x: jaxdp.anonymize(key, x, paper, epsilon=eps, bounds=bounds),
+        "PLN": lambda key, x: baselines.pln(key, x, cfg, epsilon=eps, bounds=bounds),
+        "frame mean": lambda key, x: baselines.frame_mean(key, x, cfg, epsilon=eps, bounds=bounds),
+        "microaggregation g=8": lambda key, x: baselines.microaggregate(key, x, cfg, group=8, epsilon=eps, bounds=bounds),
+        "midpoint": lambda key, x: baselines.midpoint(x, cfg, bounds=bounds),
     }
 
 

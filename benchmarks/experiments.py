@@ -34,20 +34,20 @@ def run(args) -> list[dict]:
     for eps, n, delay, frac in itertools.product(args.eps, args.n, args.delay, args.cost_fraction):
         b = max(1, delay // n)
         cost = int(frac * (n * n // 2))
-        variants = {"midpoint": None, "pln": None, "hvc_default": jaxdp.HVCConfig(n, b, bounds=bounds)}
+        variants = {"midpoint": None, "pln": None, "hvc_default": jaxdp.HVCConfig(n, b)}
         if cost == 0:
-            variants["hvc_paper_preset"] = jaxdp.HVCConfig.paper(n, b, bounds=bounds, reorder="none")
+            variants["hvc_paper_preset"] = jaxdp.HVCConfig.paper(n, b, reorder="none")
         else:
-            variants["hvc_paper_preset_reorder"] = jaxdp.HVCConfig.paper(n, b, bounds=bounds, reorder_cost=cost)
-        base = jaxdp.HVCConfig(n, b, bounds=bounds)
+            variants["hvc_paper_preset_reorder"] = jaxdp.HVCConfig.paper(n, b, reorder_cost=cost)
+        base = jaxdp.HVCConfig(n, b)
         for name, cfg in variants.items():
             if name == "midpoint":
-                sse = np.atleast_1d(jaxdp.midpoint(data, base).sse(data))
+                sse = np.atleast_1d(jaxdp.midpoint(data, base, bounds=bounds).sse(data))
             elif name == "pln":
-                sse = jaxdp.pln(keys, data, base, epsilon=eps).sse(data)
+                sse = jaxdp.pln(keys, data, base, epsilon=eps, bounds=bounds).sse(data)
             else:
                 k = keys[: args.reorder_reps] if cfg.reorder == "paper" else keys
-                res = jaxdp.anonymize(k, data, cfg, epsilon=eps)
+                res = jaxdp.anonymize(k, data, cfg, epsilon=eps, bounds=bounds)
                 sse = np.atleast_1d(res.sse(data))
             used = cfg or base
             rows.append(

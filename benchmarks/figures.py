@@ -42,14 +42,14 @@ def sse_vs_epsilon(reps):
             b = delay // n
             curves = {"HVC default": [], "HVC paper preset": [], "PLN": [], "midpoint (ε = 0)": []}
             for eps in eps_grid:
-                cfg = jaxdp.HVCConfig(n, b, bounds=BOUNDS)
-                curves["HVC default"].append(jaxdp.anonymize(keys, DATA, cfg, epsilon=eps).sse(DATA).mean())
+                cfg = jaxdp.HVCConfig(n, b)
+                curves["HVC default"].append(jaxdp.anonymize(keys, DATA, cfg, epsilon=eps, bounds=BOUNDS).sse(DATA).mean())
                 curves["HVC paper preset"].append(
-                    jaxdp.anonymize(keys, DATA, jaxdp.HVCConfig.paper(n, b, bounds=BOUNDS, reorder="none"), epsilon=eps)
+                    jaxdp.anonymize(keys, DATA, jaxdp.HVCConfig.paper(n, b, reorder="none"), epsilon=eps, bounds=BOUNDS)
                     .sse(DATA).mean()
                 )
-                curves["PLN"].append(jaxdp.pln(keys, DATA, cfg, epsilon=eps).sse(DATA).mean())
-                curves["midpoint (ε = 0)"].append(jaxdp.midpoint(DATA, cfg).sse(DATA))
+                curves["PLN"].append(jaxdp.pln(keys, DATA, cfg, epsilon=eps, bounds=BOUNDS).sse(DATA).mean())
+                curves["midpoint (ε = 0)"].append(jaxdp.midpoint(DATA, cfg, bounds=BOUNDS).sse(DATA))
             ax = axes[i, j]
             for name, ys in curves.items():
                 ax.plot(eps_grid, np.log2(ys), marker="o", label=name)
@@ -104,8 +104,8 @@ def sensitivity_figure():
 
 
 def blocks_figure():
-    cfg = jaxdp.HVCConfig(8, 54, bounds=BOUNDS)
-    res = jaxdp.anonymize(jax.random.key(3), DATA, cfg, epsilon=3.0)
+    cfg = jaxdp.HVCConfig(8, 54)
+    res = jaxdp.anonymize(jax.random.key(3), DATA, cfg, epsilon=3.0, bounds=BOUNDS)
     j = int(np.argmax(res.info.t))  # a block where coefficients were released
     rows = slice(8 * j, 8 * j + 8)
     scale = BOUNDS[1]
@@ -124,14 +124,14 @@ def time_figure():
     one, many = [], []
     keys = jax.random.split(jax.random.key(4), 100)
     for n in ns:
-        cfg = jaxdp.HVCConfig(n, max(1, 432 // n), bounds=BOUNDS)
-        jaxdp.anonymize(jax.random.key(1), DATA, cfg, epsilon=3.0)  # compile
+        cfg = jaxdp.HVCConfig(n, max(1, 432 // n))
+        jaxdp.anonymize(jax.random.key(1), DATA, cfg, epsilon=3.0, bounds=BOUNDS)  # compile
         t0 = time.perf_counter()
-        res = jaxdp.anonymize(jax.random.key(2), DATA, cfg, epsilon=3.0)
+        res = jaxdp.anonymize(jax.random.key(2), DATA, cfg, epsilon=3.0, bounds=BOUNDS)
         one.append((time.perf_counter() - t0) / res.info.t.shape[0])
-        jaxdp.anonymize(keys, DATA, cfg, epsilon=3.0)
+        jaxdp.anonymize(keys, DATA, cfg, epsilon=3.0, bounds=BOUNDS)
         t0 = time.perf_counter()
-        res = jaxdp.anonymize(keys, DATA, cfg, epsilon=3.0)
+        res = jaxdp.anonymize(keys, DATA, cfg, epsilon=3.0, bounds=BOUNDS)
         many.append((time.perf_counter() - t0) / res.info.t.size)
     paper = [0.6038, 0.2495, 0.1039, 0.02456]  # 75th percentile, MATLAB, vlCensus (with reordering)
     fig, ax = plt.subplots(figsize=(6, 4))

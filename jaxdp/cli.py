@@ -363,7 +363,7 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
     from jaxdp.privacy import release_is_private
 
     n = args.block
-    kw = dict(target_length=target, records_per_subject=args.records_per_subject, bounds=bounds, history=args.history)
+    kw = dict(target_length=target, records_per_subject=args.records_per_subject, history=args.history)
     if split is not None:
         kw["split"] = split
     for name in ("theta", "accounting", "order"):
@@ -401,7 +401,7 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
     t_run = time.perf_counter()
     progress = _progress(rows, args.quiet)
     try:
-        sa = jaxdp.StreamAnonymizer(key, config, epsilon=args.epsilon)
+        sa = jaxdp.StreamAnonymizer(key, config, epsilon=args.epsilon, bounds=bounds)
         id_of: dict[int, object] = {}
         with TableWriter(args.output, reader.names, id_column=args.ids_column, fmt=args.output_format,
                          delimiter=args.delimiter) as writer, warnings.catch_warnings():  # fmt: skip
@@ -453,6 +453,7 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
         "epsilon_per_frame_max": float(eps_f.max()) if eps_f.size else 0.0,
         "frames": int(eps_f.size),
         "bounds": how,
+        "domain": {"lo": [float(v) for v in lo], "hi": [float(v) for v in hi]},
         "seconds": elapsed,
         "records_per_second": float(records_in / elapsed) if elapsed > 0 else None,
         "codec_loop_one_kernel": one_kernel,
@@ -643,11 +644,7 @@ def _not_private_reasons(*, bounds_public: bool, config, seeded: bool) -> list[s
 def _config_dict(config) -> dict:
     import dataclasses
 
-    out = {}
-    for f in dataclasses.fields(config):
-        v = getattr(config, f.name)
-        out[f.name] = [list(x) for x in v] if f.name == "bounds" else v
-    return out
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
 
 
 class _NoProgress:

@@ -121,13 +121,13 @@ def mode_choice_case():
 
 def pln_case():
     eps = 1.0
-    cfg = jaxdp.HVCConfig(1, 1, bounds=np.ones(1), target_length=1)
+    cfg = jaxdp.HVCConfig(1, 1, target_length=1)
 
     def mech(keys, x):
-        return jnp.asarray(jaxdp.pln(keys, np.asarray(x), cfg, epsilon=eps).records[:, 0, 0])
+        return jnp.asarray(jaxdp.pln(keys, np.asarray(x), cfg, epsilon=eps, bounds=np.ones(1)).records[:, 0, 0])
 
     def mutant(keys, x):  # the frame budget charged twice too low
-        return jnp.asarray(jaxdp.pln(keys, np.asarray(x), cfg, epsilon=2 * eps).records[:, 0, 0])
+        return jnp.asarray(jaxdp.pln(keys, np.asarray(x), cfg, epsilon=2 * eps, bounds=np.ones(1)).records[:, 0, 0])
 
     return eps, mech, mutant, np.zeros((1, 1)), np.ones((1, 1)), dict(batched=True)
 
@@ -135,10 +135,10 @@ def pln_case():
 def codec_block_case():
     """One full codec block through the public API (mode choice + Algorithm 1), 1 record x 1 attribute."""
     eps = 2.0
-    cfg = jaxdp.HVCConfig(1, 1, bounds=np.ones(1), target_length=1, clip_output=False, prune=False)
+    cfg = jaxdp.HVCConfig(1, 1, target_length=1, clip_output=False, prune=False)
 
     def run(e):
-        return lambda keys, x: jnp.asarray(jaxdp.anonymize(keys, np.asarray(x), cfg, epsilon=e).records[:, 0, 0])
+        return lambda keys, x: jnp.asarray(jaxdp.anonymize(keys, np.asarray(x), cfg, epsilon=e, bounds=np.ones(1)).records[:, 0, 0])
 
     # mutant: the frame budget miscounted 4x (as if ε_j were charged for a quarter of the records)
     return eps, run(eps), run(4 * eps), np.zeros((1, 1)), np.ones((1, 1)), dict(
@@ -389,10 +389,10 @@ def leaking_diagnostic_case():
     from jaxdp.diagnostics import curator_diagnostics
 
     eps = 2.0
-    cfg = jaxdp.HVCConfig(1, 1, bounds=np.ones(1), target_length=1, prune=False)
+    cfg = jaxdp.HVCConfig(1, 1, target_length=1, prune=False)
 
     def published(keys, x, leak):
-        res = jaxdp.anonymize(keys, np.asarray(x), cfg, epsilon=eps)
+        res = jaxdp.anonymize(keys, np.asarray(x), cfg, epsilon=eps, bounds=np.ones(1))
         stat = res.records[:, 0, 0] + 10.0 * res.info.t[:, 0]  # the released record and the chosen t
         if leak:
             stat = stat + 100.0 * curator_diagnostics(res, np.asarray(x)).clipped_total
@@ -408,10 +408,10 @@ def _frame_case(release, r=4, eps=1.0):
     depends on the first only through the frame's noisy means). The mutant charges the frame r× too
     little — the same noise as a sensitivity ΣΛ/r² instead of ΣΛ/r."""
 
-    cfg = jaxdp.HVCConfig(r, 1, bounds=np.ones(1), records_per_subject=1)
+    cfg = jaxdp.HVCConfig(r, 1, records_per_subject=1)
 
     def run(e):
-        return lambda keys, x: jnp.asarray(release(keys, np.asarray(x), cfg, epsilon=e).records[:, -1, 0])
+        return lambda keys, x: jnp.asarray(release(keys, np.asarray(x), cfg, epsilon=e, bounds=np.ones(1)).records[:, -1, 0])
 
     x = np.zeros((r, 1))
     x_prime = x.copy()
@@ -421,7 +421,7 @@ def _frame_case(release, r=4, eps=1.0):
 
 CASES["frame-mean layer (default HVC)"] = lambda: _frame_case(jaxdp.anonymize)
 CASES["baseline: running frame mean"] = lambda: _frame_case(jaxdp.frame_mean)
-CASES["baseline: microaggregation"] = lambda: _frame_case(lambda k, x, c, epsilon: jaxdp.microaggregate(k, x, c, epsilon=epsilon, group=4))
+CASES["baseline: microaggregation"] = lambda: _frame_case(lambda k, x, c, epsilon, bounds: jaxdp.microaggregate(k, x, c, epsilon=epsilon, bounds=bounds, group=4))
 CASES["grid laplace parity at b/γ = 1.2e7"] = grid_parity_case
 CASES["public seed (mutant) vs secret key"] = public_seed_case
 CASES["leaking diagnostic (mutant): clipped count"] = leaking_diagnostic_case

@@ -95,7 +95,7 @@ def test_hvc_config_holds_no_budget():
 
     assert "epsilon" not in {f.name for f in dataclasses.fields(jaxdp.HVCConfig)}
     with pytest.raises(TypeError):
-        jaxdp.HVCConfig(8, 2, 1.0, bounds=[1.0])  # the old positional ε is refused, not taken as something else
+        jaxdp.HVCConfig(8, 2, 1.0)  # the old positional ε is refused, not taken as something else
 
 
 def test_the_check_catches_a_key_that_is_not_first():

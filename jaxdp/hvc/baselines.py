@@ -23,15 +23,15 @@ from jaxdp.hvc.stream import Result, _frame_epsilon, _prepare
 __all__ = ["pln", "frame_mean", "microaggregate", "midpoint"]
 
 
-def _plan(records, config, epsilon, ids):
-    records, _, lo, hi, private, limit, frames, planner = _prepare(records, config, ids)
+def _plan(records, config, epsilon, ids, bounds):
+    records, _, lo, hi, private, limit, frames, planner = _prepare(records, config, ids, bounds)
     index = np.concatenate([np.asarray(f[0], np.int64) for f in frames])
     frame = np.concatenate([np.full(len(f[0]), i) for i, f in enumerate(frames)])
     eps_frames = _frame_epsilon(config, epsilon, [len(f[0]) for f in frames], limit)
     return records, lo, hi, private, planner, index, frame, eps_frames
 
 
-def pln(key: jax.Array, records, config: HVCConfig, *, epsilon: float, ids=None) -> Result:
+def pln(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bounds, ids=None) -> Result:
     """Plain Laplace noise (paper Sec. 5.2): each record plus ``Lap(ΣΛ/ε_f)`` on every attribute.
 
     Privacy:
@@ -42,12 +42,13 @@ def pln(key: jax.Array, records, config: HVCConfig, *, epsilon: float, ids=None)
 
     Args:
       key: typed key; shape ``[R]`` for R repetitions.
-      records: ``[N, d]``. config: an `HVCConfig` (only bounds, target length or records per subject, frame
-        size and noise are used). epsilon: the total budget, as in `anonymize`. ids: optional subject ids.
+      records: ``[N, d]``. config: an `HVCConfig` (only target length or records per subject, frame size and
+        noise are used). epsilon, bounds: the total budget and the public domain, as in `anonymize`. ids:
+        optional subject ids.
     """
     _validate.key(key)
     epsilon = float(_validate.positive_scalar("epsilon", epsilon))
-    records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, epsilon, ids)
+    records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, epsilon, ids, bounds)
     x = records[index].astype(np.float64)
     x = np.clip(np.where(np.isnan(x), 0.5 * (lo + hi), x), lo, hi)
     sens = float(np.sum(hi - lo))  # a record's L1 sensitivity ΣΛ (Corollary 1)
@@ -102,7 +103,7 @@ def _noisy_means(key, means, eps, sens, noise):
     return release(key) if key.shape == () else jax.vmap(release)(key)
 
 
-def frame_mean(key: jax.Array, records, config: HVCConfig, *, epsilon: float, ids=None) -> Result:
+def frame_mean(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bounds, ids=None) -> Result:
     """The running noisy frame mean: every record of frame f is released as the estimate of the column
     means from frames 1 … f.
 
@@ -116,11 +117,11 @@ def frame_mean(key: jax.Array, records, config: HVCConfig, *, epsilon: float, id
 
     Args:
       key: typed key; shape ``[R]`` for R repetitions. records: ``[N, d]``. config: an `HVCConfig`.
-      epsilon: the total budget, as in `anonymize`. ids: optional subject ids, as in `anonymize`.
+      epsilon, bounds: the total budget and the public domain, as in `anonymize`. ids: optional subject ids.
     """
     _validate.key(key)
     epsilon = float(_validate.positive_scalar("epsilon", epsilon))
-    records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, epsilon, ids)
+    records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, epsilon, ids, bounds)
     x = _clamped(records, index, lo, hi)
     sizes = np.bincount(frame, minlength=eps_frames.shape[0]).astype(np.float64)
     noisy = _group_release(key, x, frame, eps_frames, sizes, float(np.sum(hi - lo)), config)  # [(R,) F, d]
@@ -130,7 +131,9 @@ def frame_mean(key: jax.Array, records, config: HVCConfig, *, epsilon: float, id
     return _result(out, index, frame, planner, eps_frames, private, lo, hi)
 
 
-def microaggregate(key: jax.Array, records, config: HVCConfig, *, epsilon: float, group: int = 8, ids=None) -> Result:
+def microaggregate(
+    key: jax.Array, records, config: HVCConfig, *, epsilon: float, bounds, group: int = 8, ids=None
+) -> Result:
     """DP microaggregation by arrival order: consecutive runs of `group` records within a frame (the last
     run of a frame may be shorter) are each released as their noisy centroid, ``mean + Lap(ΣΛ/(g·ε_f))``.
 
@@ -140,7 +143,7 @@ def microaggregate(key: jax.Array, records, config: HVCConfig, *, epsilon: float
     _validate.key(key)
     epsilon = float(_validate.positive_scalar("epsilon", epsilon))
     group = _validate.size("group", group)
-    records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, epsilon, ids)
+    records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, epsilon, ids, bounds)
     x = _clamped(records, index, lo, hi)
     starts = np.r_[0, np.flatnonzero(np.diff(frame)) + 1]  # first released row of every frame
     pos = np.arange(index.shape[0]) - np.repeat(starts, np.diff(np.r_[starts, index.shape[0]]))
@@ -162,9 +165,9 @@ def _result(out, index, frame, planner, eps_frames, private, lo, hi):
     )  # fmt: skip
 
 
-def midpoint(records, config: HVCConfig, *, ids=None) -> Result:
+def midpoint(records, config: HVCConfig, *, bounds, ids=None) -> Result:
     """Release the domain midpoint for every record: no data used, no budget spent (ε = 0)."""
-    records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, 1.0, ids)  # ε unused
+    records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, 1.0, ids, bounds)  # ε unused
     out = np.broadcast_to(0.5 * (lo + hi), (index.shape[0], lo.shape[0])).copy()
     return Result(
         records=out, index=index, delay=np.zeros_like(index), footrule=np.zeros_like(index), capped=planner.capped,

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from jaxdp import mechanisms
+from jaxdp import _validate, mechanisms
 from jaxdp.hvc import cpu_loop, predict, quantize
 from jaxdp.hvc.config import HVCConfig
 
@@ -76,17 +76,27 @@ class CodecParams(NamedTuple):
     mode_sensitivity: Float[Array, ""]
 
 
-def resolve_bounds(config: HVCConfig, records: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, bool]:
-    """``(lo, hi, private)``: the configured bounds, or the paper's non-private 1.5 × max rule."""
-    if config.bounds == "data":
+def resolve_bounds(bounds, records: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(lo, hi, public)`` of the public domain given to a release: ``(lo, hi)`` arrays of length d, widths Λ
+    (domain ``[0, Λ]``), or ``"data"`` for the paper's 1.5 × max rule, which reads the data (``public`` False).
+
+    Raises:
+      ValueError: bounds missing or malformed (the message says what to pass), or ``"data"`` without records.
+    """
+    if bounds is None:
+        raise ValueError('bounds are required: give the public domain as (lo, hi) or widths; bounds="data" (paper '
+                         "rule, not private) only by explicit request.")  # fmt: skip
+    if isinstance(bounds, str):
+        if bounds != "data":
+            raise ValueError(f'bounds must be (lo, hi), widths, or "data"; got {bounds!r}.')
         if records is None:
             raise ValueError('bounds="data" needs the whole data set (batch anonymize only).')
         from jaxdp.datasets import bounds_from_data
 
         width = bounds_from_data(records, 1.5)
         return np.zeros_like(width), width, False
-    lo, hi = config.bounds
-    return np.asarray(lo), np.asarray(hi), True
+    lo, hi = _validate.bounds(bounds)
+    return np.asarray(lo, np.float64), np.asarray(hi, np.float64), True
 
 
 def params(config: HVCConfig, lo: np.ndarray, hi: np.ndarray, dtype) -> CodecParams:
@@ -286,7 +296,7 @@ def run_streams(config: HVCConfig, prm: CodecParams, state: CodecState, blocks, 
 def static_config(config: HVCConfig) -> HVCConfig:
     """The part of a config the compiled loop depends on (ε, l, bounds and b enter as arrays)."""
     return dataclasses.replace(
-        config, target_length=None, records_per_subject=None, bounds=((0.0,), (1.0,)), frame_blocks=1,
+        config, target_length=None, records_per_subject=None, frame_blocks=1,
         frame_mean_share=0.5 if "frame_mean" in config.modes else 0.0,  # the driver spends it, not the loop
     )  # fmt: skip
 

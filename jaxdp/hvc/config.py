@@ -21,8 +21,9 @@ _STRATEGIES = ("lagrangian", "s1", "s2")
 class HVCConfig:
     """Configuration of `jaxdp.anonymize`, `jaxdp.StreamAnonymizer` and `jaxdp.pln`.
 
-    The budget is not part of the configuration: it is the keyword ``epsilon=`` of each release
-    (`jaxdp.anonymize(key, records, config, epsilon=…)`), as everywhere in jaxdp. ε below is that budget.
+    The configuration is the method's static structure. What a release protects and where is given at each
+    call: the budget ``epsilon=`` (as everywhere in jaxdp; ε below) and the public domain ``bounds=``
+    (`jaxdp.anonymize(key, records, config, epsilon=…, bounds=…)`), so one config serves any data set and budget.
 
     The defaults are private and utility-safe: identity reordering (the paper's reordering is not
     DP, DESIGN note 3), exact joint accounting, hopeless (t, σ) candidates pruned by a public
@@ -39,9 +40,6 @@ class HVCConfig:
         unbounded. With subject ids, a subject's records beyond its k-th are dropped and counted
         (`Result.capped`); without ids every row is taken as its own subject and k is the curator's
         declaration that no person has more than k rows. Exclusive with `target_length`.
-      bounds: public domain: ``(lo, hi)`` arrays of length d, or widths Λ (domain ``[0, Λ]``), or
-        the string ``"data"`` for the paper's 1.5 × max rule, which reads the data and is **not
-        private** (the result is then flagged ``private=False``).
       split: fractions (ε_QL, ε_QE, ε_E) of each block's budget for the Laplace noise, the
         (t, σ) selection and the mode selection; must sum to 1. With a single prediction mode the
         ε_E share is given to the other two in proportion.
@@ -79,7 +77,6 @@ class HVCConfig:
     _: dataclasses.KW_ONLY
     target_length: int | None = None
     records_per_subject: int | None = None
-    bounds: object = None
     split: tuple[float, float, float] = (1 / 3, 1 / 3, 1 / 3)
     kinds: tuple[str, ...] = ("dct", "dst", "dht")
     order: str = "zigzag"
@@ -107,17 +104,6 @@ class HVCConfig:
                     "give either target_length (the paper's accounting: ε·r/l per frame of r records) or "
                     "records_per_subject (ε/k per frame), not both."
                 )
-        if self.bounds is None:
-            raise ValueError(
-                "bounds are required: give the public domain as (lo, hi) or widths; "
-                'bounds="data" (paper rule, not private) only by explicit request.'
-            )
-        if isinstance(self.bounds, str):
-            if self.bounds != "data":
-                raise ValueError(f'bounds must be (lo, hi), widths, or "data"; got {self.bounds!r}.')
-        else:
-            lo, hi = _validate.bounds(self.bounds)
-            object.__setattr__(self, "bounds", (tuple(lo.tolist()), tuple(hi.tolist())))
         split = tuple(float(s) for s in self.split)
         if len(split) != 3 or any(not math.isfinite(s) or s < 0 for s in split):
             raise ValueError(f"split must be three non-negative fractions (ε_QL, ε_QE, ε_E), got {self.split!r}.")
@@ -157,7 +143,7 @@ class HVCConfig:
 
     @classmethod
     def paper(
-        cls, block_size: int, frame_blocks: int, *, bounds, reorder_cost: int | None = None, **overrides
+        cls, block_size: int, frame_blocks: int, *, reorder_cost: int | None = None, **overrides
     ) -> HVCConfig:
         """The paper-faithful preset: θ = 1, Theorem 1 accounting, no pruning, no output clipping,
         Algorithm 2's reordering with c_R = ⌊n²/2⌋/2 by default (the paper's Sec. 5.5 setting).
@@ -174,7 +160,7 @@ class HVCConfig:
         if overrides.get("reorder") == "none":
             kw["reorder_cost"] = 0
         kw.update(overrides)
-        return cls(block_size, frame_blocks, bounds=bounds, **kw)
+        return cls(block_size, frame_blocks, **kw)
 
     @property
     def frame_size(self) -> int:

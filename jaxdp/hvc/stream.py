@@ -581,13 +581,13 @@ def _stream_release(released, rows, perm):
     return released[mask], rows_p[mask]
 
 
-def _prepare(records, config: HVCConfig, ids):
+def _prepare(records, config: HVCConfig, ids, bounds):
     """Validate a batch stream and plan its frames (shared by `anonymize` and the baselines)."""
     records = _check_records(records)
     if records.shape[0] == 0:
         raise ValueError("records is empty: nothing to anonymize.")
     ids = _check_ids(ids, records.shape[0])
-    lo, hi, private = codec.resolve_bounds(config, records)
+    lo, hi, private = codec.resolve_bounds(bounds, records)
     if lo.shape[0] != records.shape[1]:
         raise ValueError(f"bounds describe {lo.shape[0]} attributes but records have d = {records.shape[1]}.")
     limit = None if config.records_per_subject is not None else (config.target_length or records.shape[0])
@@ -595,7 +595,7 @@ def _prepare(records, config: HVCConfig, ids):
     return records, ids, lo, hi, private, limit, frames, planner
 
 
-def anonymize(key: jax.Array, records, config: HVCConfig, *, epsilon: float, ids=None) -> Result:
+def anonymize(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bounds, ids=None) -> Result:
     """Publish a record stream with the hybrid-video-coding method (paper Secs. 4.1–4.6).
 
     Privacy:
@@ -604,16 +604,20 @@ def anonymize(key: jax.Array, records, config: HVCConfig, *, epsilon: float, ids
       frame is protected with ε·(records released)/l ≤ ε over the stream (the paper's argument).
       Per block, the mode choice (Lemma 5), the (t, σ) choice (Lemma 3) and the Laplace noise
       (Lemma 1 with Theorem 1 or exact joint accounting) compose sequentially (Theorem 2).
-      Not private when ``config.bounds == "data"`` (``result.private`` is then False).
+      Not private when ``bounds="data"`` (``result.private`` is then False). The bounds are assumed public:
+      fixed without looking at the data.
 
     Args:
       key: typed PRNG key; a key array of shape ``[R]`` runs R independent repetitions as one
         vmapped program (``result.records`` then has shape ``[R, N_out, d]``).
       records: input stream, shape ``[N, d]`` (row order = arrival order).
-      config: an `HVCConfig` (the method's static structure: sizes, bounds, accounting, samplers).
+      config: an `HVCConfig` (the method's static structure: sizes, accounting, modes, samplers).
       epsilon: the total budget ε > 0 (keyword-only, as at every jaxdp release): with the paper's
         accounting it protects `target_length` records (each frame of r records spends ε·r/l); with
         ``config.records_per_subject = k`` it is the budget per subject (ε/k per frame).
+      bounds: the public domain: ``(lo, hi)`` arrays of length d, or widths Λ (domain ``[0, Λ]``), or
+        ``"data"`` for the paper's 1.5 × max rule, which reads the data and is **not private**
+        (``result.private`` is then False). Records are clamped into the domain.
       ids: optional subject id per record (any hashable values); repeated ids within a buffer are
         updates (the latest tuple is kept).
 
@@ -624,7 +628,7 @@ def anonymize(key: jax.Array, records, config: HVCConfig, *, epsilon: float, ids
 
     _validate.key(key)
     epsilon = float(_validate.positive_scalar("epsilon", epsilon))
-    records, ids, lo, hi, private, limit, frames, planner = _prepare(records, config, ids)
+    records, ids, lo, hi, private, limit, frames, planner = _prepare(records, config, ids, bounds)
     if planner.dropped:
         _warn_dropped(planner.dropped, limit)
     with _precision(config):
@@ -671,7 +675,7 @@ def _anonymize_planned(key, records, config, epsilon, ids, lo, hi, private, limi
     return _assemble(config, epsilon, released, rows, info, frames, block_frame, lo, hi, dtype, limit, planner, private)
 
 
-def anonymize_streams(keys: jax.Array, streams, config: HVCConfig, *, epsilon: float, shard: bool = True) -> Result:
+def anonymize_streams(keys: jax.Array, streams, config: HVCConfig, *, epsilon: float, bounds, shard: bool = True) -> Result:
     """Anonymize S independent streams of equal length as one program, sharded across devices.
 
     Each stream s is processed exactly as ``anonymize(keys[s], streams[s], config, epsilon=epsilon)`` would (same block
@@ -686,8 +690,9 @@ def anonymize_streams(keys: jax.Array, streams, config: HVCConfig, *, epsilon: f
     Args:
       keys: typed keys, shape ``[S]`` (one per stream; e.g. `jax.random.split`).
       streams: ``[S, N, d]`` records (no subject ids: every record is its own subject).
-      config: an `HVCConfig` with public bounds (``bounds="data"`` is refused: it would read all streams).
+      config: an `HVCConfig`.
       epsilon: the total budget ε > 0 of each stream, as in `anonymize`.
+      bounds: the public domain, as in `anonymize` (``"data"`` is refused: it would read all streams).
       shard: shard the stream axis across `jax.devices()`.
 
     Returns:
@@ -702,12 +707,12 @@ def anonymize_streams(keys: jax.Array, streams, config: HVCConfig, *, epsilon: f
         raise ValueError(f"streams must have shape [S, N, d] with N >= 1, got {streams.shape}.")
     if keys.shape != streams.shape[:1]:
         raise ValueError(f"keys must have shape [S] = {streams.shape[:1]}, got {keys.shape}.")
-    if config.bounds == "data":
+    if isinstance(bounds, str) and bounds == "data":
         raise ValueError('anonymize_streams needs public bounds; bounds="data" would read every stream.')
     if config.reorder == "paper":
         raise ValueError('anonymize_streams does not support reorder="paper" (a host callback per block).')
     _check_records(streams[0])
-    lo, hi, private = codec.resolve_bounds(config)
+    lo, hi, private = codec.resolve_bounds(bounds)
     if lo.shape[0] != streams.shape[2]:
         raise ValueError(f"bounds describe {lo.shape[0]} attributes but streams have d = {streams.shape[2]}.")
     n_streams, n_rows, d = streams.shape
@@ -766,15 +771,15 @@ class StreamAnonymizer:
 
     Args:
       key: typed PRNG key (a single key), first as in every jaxdp release call.
-      config: an `HVCConfig` with `target_length` or `records_per_subject` set and public bounds (not
-        ``"data"``).
+      config: an `HVCConfig` with `target_length` or `records_per_subject` set.
       epsilon: the total budget ε > 0, as in `anonymize` (keyword-only).
+      bounds: the public domain, as in `anonymize` (not ``"data"``: a stream cannot be read ahead).
 
     Raises:
       TypeError: the arguments in the old order ``(config, key)``.
     """
 
-    def __init__(self, key: jax.Array, config: HVCConfig, *, epsilon: float):
+    def __init__(self, key: jax.Array, config: HVCConfig, *, epsilon: float, bounds):
         from jaxdp import _validate
 
         if isinstance(key, HVCConfig):
@@ -785,11 +790,11 @@ class StreamAnonymizer:
         if config.target_length is None and config.records_per_subject is None:
             raise ValueError("StreamAnonymizer needs config.target_length (l: the budget is ε·m/l per frame) or "
                              "config.records_per_subject (k: ε/k per frame, for an unbounded stream).")
-        if config.bounds == "data":
+        if isinstance(bounds, str) and bounds == "data":
             raise ValueError('bounds="data" reads the whole data set; a stream needs public bounds.')
         self.config, self.key = config, key
         self.epsilon = float(_validate.positive_scalar("epsilon", epsilon))
-        self.lo, self.hi, _ = codec.resolve_bounds(config)
+        self.lo, self.hi, _ = codec.resolve_bounds(bounds)
         self.d = self.lo.shape[0]
         with _precision(config):
             self.dtype = _compute_dtype(config, np.zeros((0, self.d), np.float32))

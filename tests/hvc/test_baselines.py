@@ -14,17 +14,17 @@ BOUNDS = np.stack([np.zeros(13), WIDTH])
 
 @pytest.mark.parametrize("release", ["frame_mean", "microaggregate"])
 def test_baselines_match_a_numpy_reference_and_repeat_over_keys(key, release, x64):
-    cfg = jaxdp.HVCConfig(4, 2, bounds=BOUNDS, records_per_subject=1)
+    cfg = jaxdp.HVCConfig(4, 2, records_per_subject=1)
     data = CENSUS[:20].astype(np.float64)
     fn = getattr(jaxdp, release)
     if release == "microaggregate":
         fn = functools.partial(fn, group=4)
     keys = jax.random.split(key, 3)
-    many = fn(keys, data, cfg, epsilon=2.0)
+    many = fn(keys, data, cfg, epsilon=2.0, bounds=BOUNDS)
     for r in range(3):
-        np.testing.assert_array_equal(many.records[r], fn(keys[r], data, cfg, epsilon=2.0).records)
+        np.testing.assert_array_equal(many.records[r], fn(keys[r], data, cfg, epsilon=2.0, bounds=BOUNDS).records)
     # zero-noise limit: ε → ∞ gives the exact frame means (running, weighted by size²) / group centroids
-    exact = fn(key, data, cfg, epsilon=1e12).records
+    exact = fn(key, data, cfg, epsilon=1e12, bounds=BOUNDS).records
     frames = [data[0:8], data[8:16], data[16:20]]
     if release == "frame_mean":
         w = np.asarray([len(f) ** 2 for f in frames], np.float64)

@@ -25,7 +25,7 @@ def _restore_setting():
 
 def _config(n, **kw):
     kw.setdefault("accounting", "paper")  # the joint-accounting tables at n = 48 take seconds to build
-    return jaxdp.HVCConfig(n, max(1, 96 // n), bounds=(np.zeros(13), HI), **kw)
+    return jaxdp.HVCConfig(n, max(1, 96 // n), **kw)
 
 
 def _entry_computation(config, n, dtype):
@@ -80,7 +80,7 @@ def test_one_kernel_loop_releases_the_same_as_the_default_loop(dtype):
     out = {}
     for enabled in (True, False):
         jaxdp.fuse_cpu_loops(enabled)
-        out[enabled] = jaxdp.anonymize(jax.random.key(3), data.astype(dtype), cfg, epsilon=20.0)
+        out[enabled] = jaxdp.anonymize(jax.random.key(3), data.astype(dtype), cfg, epsilon=20.0, bounds=(np.zeros(13), HI))
     assert out[True].records.dtype == dtype
     a, b = out[True], out[False]
     for name in ("mode", "kind", "t"):
@@ -92,7 +92,7 @@ def test_refused_one_kernel_loop_warns_once_and_falls_back_for_that_program_only
     data = CENSUS[:240]
     cfg = _config(8)
     jaxdp.fuse_cpu_loops(False)
-    expected = jaxdp.anonymize(jax.random.key(5), data, cfg, epsilon=20.0)
+    expected = jaxdp.anonymize(jax.random.key(5), data, cfg, epsilon=20.0, bounds=(np.zeros(13), HI))
     jaxdp.fuse_cpu_loops(True)
 
     class Refusing:  # an XLA that refuses the marked loop when it is compiled
@@ -106,7 +106,7 @@ def test_refused_one_kernel_loop_warns_once_and_falls_back_for_that_program_only
     monkeypatch.setattr(codec, "_one_kernel_programs", collections.OrderedDict())
     monkeypatch.setattr(cpu_loop, "_warned", False)
     with pytest.warns(RuntimeWarning, match="could not compile the codec loop as one CPU kernel"):
-        got = jaxdp.anonymize(jax.random.key(5), data, cfg, epsilon=20.0)
+        got = jaxdp.anonymize(jax.random.key(5), data, cfg, epsilon=20.0, bounds=(np.zeros(13), HI))
     np.testing.assert_array_equal(got.records, expected.records)
     assert cpu_loop.cpu_loops_fused()  # no process-wide switch is flipped
     assert list(codec._one_kernel_programs.values()) == [None]  # this program remembers the refusal
@@ -114,7 +114,7 @@ def test_refused_one_kernel_loop_warns_once_and_falls_back_for_that_program_only
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no second attempt, no second warning
-        jaxdp.anonymize(jax.random.key(5), data, cfg, epsilon=20.0)
+        jaxdp.anonymize(jax.random.key(5), data, cfg, epsilon=20.0, bounds=(np.zeros(13), HI))
 
 
 def _loop_args(config, n, dtype=jnp.float32):

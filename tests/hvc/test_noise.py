@@ -62,13 +62,13 @@ def test_float32_textbook_sampler_has_porous_support_and_grid_does_not(key):
 def test_codec_noise_options_run_and_keep_their_promises(key):
     records = datasets.load_census()[:96]
     bounds = (np.zeros(13), datasets.bounds_from_data(datasets.load_census()))
-    base = jaxdp.HVCConfig(8, 4, bounds=bounds, target_length=96)
-    r32 = jaxdp.anonymize(key, records, base, epsilon=30.0)
-    r64 = jaxdp.anonymize(key, records, dataclasses.replace(base, noise="float64"), epsilon=30.0)
-    rg = jaxdp.anonymize(key, records, dataclasses.replace(base, noise="grid"), epsilon=30.0)
+    base = jaxdp.HVCConfig(8, 4, target_length=96)
+    r32 = jaxdp.anonymize(key, records, base, epsilon=30.0, bounds=bounds)
+    r64 = jaxdp.anonymize(key, records, dataclasses.replace(base, noise="float64"), epsilon=30.0, bounds=bounds)
+    rg = jaxdp.anonymize(key, records, dataclasses.replace(base, noise="grid"), epsilon=30.0, bounds=bounds)
     assert r32.records.dtype == np.float32 and r64.records.dtype == np.float64
     assert rg.records.shape == r32.records.shape and np.all(np.isfinite(rg.records))
-    sa = jaxdp.StreamAnonymizer(key, dataclasses.replace(base, noise="float64"), epsilon=30.0)
+    sa = jaxdp.StreamAnonymizer(key, dataclasses.replace(base, noise="float64"), epsilon=30.0, bounds=bounds)
     o, _ = sa.push(records)
     o2, _ = sa.flush()
     np.testing.assert_array_equal(np.concatenate([o, o2]), r64.records)

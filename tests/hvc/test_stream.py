@@ -22,10 +22,11 @@ WIDTH = datasets.bounds_from_data(CENSUS)
 BOUNDS = np.stack([np.zeros(13), WIDTH])
 
 
+SMALL_BOUNDS = (np.zeros(3), np.array([10.0, 5.0, 2.0]))
+
+
 def small_config(**kw):
-    base = dict(bounds=(np.zeros(3), np.array([10.0, 5.0, 2.0])))
-    base.update(kw)
-    return jaxdp.HVCConfig(4, 3, **base)
+    return jaxdp.HVCConfig(4, 3, **kw)
 
 
 def test_predictions_are_clipped_and_fall_back_to_midpoint():
@@ -45,7 +46,7 @@ def test_predictions_are_clipped_and_fall_back_to_midpoint():
 
 def test_released_block_is_prediction_plus_inverse_of_noisy_retained_coefficients(key, x64):
     cfg = small_config(clip_output=False, prune=False, kinds=("dct",), modes=predict.PAPER_MODES)
-    lo, hi, _ = codec.resolve_bounds(cfg)
+    lo, hi, _ = codec.resolve_bounds(SMALL_BOUNDS)
     prm = codec.params(cfg, lo, hi, np.float64)
     state = codec.init(cfg, 3, np.float64)
     rng = np.random.default_rng(0)
@@ -61,7 +62,7 @@ def test_released_block_is_prediction_plus_inverse_of_noisy_retained_coefficient
 
 def test_zero_noise_limit_reproduces_the_input(key, x64):
     cfg = small_config(modes=("midpoint",), prune=False, clip_output=False)
-    lo, hi, _ = codec.resolve_bounds(cfg)
+    lo, hi, _ = codec.resolve_bounds(SMALL_BOUNDS)
     prm = codec.params(cfg, lo, hi, np.float64)
     block = np.random.default_rng(1).uniform(lo, hi, size=(4, 3))
     _, released, info = codec.step(cfg, prm, codec.init(cfg, 3, np.float64), block, key, 1e13)
@@ -77,8 +78,8 @@ def test_batch_and_streaming_front_ends_are_bit_identical(key, with_ids):
     cfg = small_config(target_length=55)
     with warnings.catch_warnings(record=True) as batch_warnings:
         warnings.simplefilter("always")
-        batch = jaxdp.anonymize(key, records, cfg, ids=ids, epsilon=1.0)
-    sa = jaxdp.StreamAnonymizer(key, cfg, epsilon=1.0)
+        batch = jaxdp.anonymize(key, records, cfg, ids=ids, epsilon=1.0, bounds=SMALL_BOUNDS)
+    sa = jaxdp.StreamAnonymizer(key, cfg, epsilon=1.0, bounds=SMALL_BOUNDS)
     outs, idxs, start = [], [], 0
     with warnings.catch_warnings(record=True) as stream_warnings:
         warnings.simplefilter("always")
@@ -105,15 +106,15 @@ def test_batch_and_streaming_front_ends_are_bit_identical(key, with_ids):
 
 def test_same_key_same_output_and_repetitions_match_single_runs(key):
     records = CENSUS[:100]
-    cfg = jaxdp.HVCConfig(8, 2, bounds=BOUNDS)  # large budget: noisy coefficients are released
-    a = jaxdp.anonymize(key, records, cfg, epsilon=300.0)
-    b = jaxdp.anonymize(key, records, cfg, epsilon=300.0)
+    cfg = jaxdp.HVCConfig(8, 2)  # large budget: noisy coefficients are released
+    a = jaxdp.anonymize(key, records, cfg, epsilon=300.0, bounds=BOUNDS)
+    b = jaxdp.anonymize(key, records, cfg, epsilon=300.0, bounds=BOUNDS)
     np.testing.assert_array_equal(a.records, b.records)
     keys = jax.random.split(key, 3)
-    many = jaxdp.anonymize(keys, records, cfg, epsilon=300.0)
+    many = jaxdp.anonymize(keys, records, cfg, epsilon=300.0, bounds=BOUNDS)
     assert many.records.shape == (3, 100, 13)
     for r in range(3):
-        single = jaxdp.anonymize(keys[r], records, cfg, epsilon=300.0)
+        single = jaxdp.anonymize(keys[r], records, cfg, epsilon=300.0, bounds=BOUNDS)
         np.testing.assert_allclose(many.records[r], single.records, rtol=1e-5, atol=1e-2)
     assert not np.allclose(many.records[0], many.records[1])
 
@@ -131,8 +132,8 @@ def test_every_record_is_released_once_superseded_or_dropped(n_rows, n, b, n_sub
     rng = np.random.default_rng(seed)
     records = rng.uniform(0, 1, size=(n_rows, 2))
     ids = None if n_subjects is None else rng.integers(0, n_subjects, size=n_rows).tolist()
-    cfg = jaxdp.HVCConfig(n, b, bounds=np.ones(2), target_length=limit)
-    res = jaxdp.midpoint(records, cfg, ids=ids)  # same planner as anonymize, no device work
+    cfg = jaxdp.HVCConfig(n, b, target_length=limit)
+    res = jaxdp.midpoint(records, cfg, ids=ids, bounds=np.ones(2))  # same planner as anonymize, no device work
     assert len(np.unique(res.index)) == len(res.index)
     assert len(res.index) + res.superseded + res.dropped == n_rows
     assert len(res.index) <= (limit or n_rows)
@@ -140,7 +141,7 @@ def test_every_record_is_released_once_superseded_or_dropped(n_rows, n, b, n_sub
         for f in np.unique(res.frame):
             subjects = [ids[i] for i in res.index[res.frame == f]]
             assert len(subjects) == len(set(subjects))
-    pln = jaxdp.pln(jax.random.key(seed), records, cfg, ids=ids, epsilon=2.0)
+    pln = jaxdp.pln(jax.random.key(seed), records, cfg, ids=ids, epsilon=2.0, bounds=np.ones(2))
     eps_j = 2.0 * cfg.frame_size / (limit or n_rows)
     assert np.all(pln.epsilon_spent <= eps_j * (1 + 1e-12))
     assert pln.epsilon_spent.sum() <= 2.0 * (1 + 1e-12)
@@ -153,8 +154,8 @@ def test_anonymize_accounts_for_every_row_with_bounded_delay(key, n_rows, n, b, 
     rng = np.random.default_rng(n_rows)
     records = rng.uniform(-1, 12, size=(n_rows, 3))  # some values outside the domain
     ids = rng.integers(0, n_rows // 2 + 1, size=n_rows).tolist() if with_ids else None
-    cfg = jaxdp.HVCConfig(n, b, bounds=(np.zeros(3), np.full(3, 10.0)), target_length=max(1, n_rows - 3))
-    res = jaxdp.anonymize(key, records, cfg, ids=ids, epsilon=1.0)
+    cfg = jaxdp.HVCConfig(n, b, target_length=max(1, n_rows - 3))
+    res = jaxdp.anonymize(key, records, cfg, ids=ids, epsilon=1.0, bounds=(np.zeros(3), np.full(3, 10.0)))
     assert len(np.unique(res.index)) == len(res.index)
     assert len(res.index) + res.superseded + res.dropped == n_rows
     assert np.all(res.delay >= 0) and np.all(res.delay < cfg.frame_size)  # delay ≤ δ = m
@@ -172,27 +173,27 @@ def test_anonymize_accounts_for_every_row_with_bounded_delay(key, n_rows, n, b, 
 def test_default_is_never_worse_than_releasing_nothing_and_beats_pln(key):
     keys = jax.random.split(key, 8)
     for eps, frame_blocks in ((1.0, 12), (3.0, 54)):
-        cfg = jaxdp.HVCConfig(8, frame_blocks, bounds=BOUNDS)
-        hvc = jaxdp.anonymize(keys, CENSUS, cfg, epsilon=eps).sse(CENSUS).mean()
-        mid = jaxdp.midpoint(CENSUS, cfg).sse(CENSUS)
-        pln = jaxdp.pln(keys, CENSUS, cfg, epsilon=eps).sse(CENSUS).mean()
+        cfg = jaxdp.HVCConfig(8, frame_blocks)
+        hvc = jaxdp.anonymize(keys, CENSUS, cfg, epsilon=eps, bounds=BOUNDS).sse(CENSUS).mean()
+        mid = jaxdp.midpoint(CENSUS, cfg, bounds=BOUNDS).sse(CENSUS)
+        pln = jaxdp.pln(keys, CENSUS, cfg, epsilon=eps, bounds=BOUNDS).sse(CENSUS).mean()
         assert hvc <= 1.1 * mid
         assert hvc < pln
 
 
 def test_paper_preset_is_faithful_and_flags_data_bounds(key):
-    cfg = jaxdp.HVCConfig.paper(8, 4, bounds="data")
+    cfg = jaxdp.HVCConfig.paper(8, 4)
     assert cfg.theta == 1.0 and cfg.accounting == "paper" and not cfg.prune and not cfg.clip_output
-    res = jaxdp.anonymize(key, CENSUS[:200], cfg, epsilon=3.0)
+    res = jaxdp.anonymize(key, CENSUS[:200], cfg, epsilon=3.0, bounds="data")
     assert res.private is False
     np.testing.assert_allclose(res.hi, 1.5 * CENSUS[:200].max(axis=0))
-    assert jaxdp.anonymize(key, CENSUS[:64], jaxdp.HVCConfig(8, 4, bounds=BOUNDS), epsilon=3.0).private is True
+    assert jaxdp.anonymize(key, CENSUS[:64], jaxdp.HVCConfig(8, 4), epsilon=3.0, bounds=BOUNDS).private is True
 
 
 def test_pln_noise_has_the_stated_scale(key):
     records = np.full((4000, 2), 0.5)
-    cfg = jaxdp.HVCConfig(4, 5, bounds=np.ones(2))
-    res = jaxdp.pln(key, records, cfg, epsilon=2.0)
+    cfg = jaxdp.HVCConfig(4, 5)
+    res = jaxdp.pln(key, records, cfg, epsilon=2.0, bounds=np.ones(2))
     scale = 2.0 / (2.0 * 20 / 4000)  # ΣΛ / ε_j with ε_j = ε·m/l
     z = ((res.records - 0.5) / scale).reshape(-1)
     assert scipy.stats.kstest(z, scipy.stats.laplace().cdf).pvalue > ALPHA
@@ -202,9 +203,6 @@ def test_pln_noise_has_the_stated_scale(key):
 @pytest.mark.parametrize(
     "kwargs, err",
     [
-        (dict(bounds=None), ValueError),
-        (dict(bounds="max"), ValueError),
-        (dict(bounds=[1.0, -1.0]), ValueError),
         (dict(split=(0.5, 0.5)), ValueError),
         (dict(split=(0.5, 0.6, -0.1)), ValueError),
         (dict(theta=2.0), ValueError),
@@ -217,24 +215,39 @@ def test_pln_noise_has_the_stated_scale(key):
     ],
 )
 def test_bad_config_is_rejected(kwargs, err):
-    base = dict(bounds=np.ones(3))
-    base.update(kwargs)
     with pytest.raises(err):
-        jaxdp.HVCConfig(4, 2, **base)
+        jaxdp.HVCConfig(4, 2, **kwargs)
+
+
+@pytest.mark.parametrize("bounds, match", [(None, "bounds are required"), ("max", '"data"'),
+                                           ([1.0, -1.0], "bounds"), (np.ones(2), "attributes")])  # fmt: skip
+def test_bad_bounds_are_rejected_at_the_call(key, bounds, match):
+    """The public domain is a call argument: every release and the streaming front end check it eagerly."""
+    cfg = jaxdp.HVCConfig(4, 2, target_length=10)
+    for call in (lambda: jaxdp.anonymize(key, np.ones((10, 3)), cfg, epsilon=1.0, bounds=bounds),
+                 lambda: jaxdp.pln(key, np.ones((10, 3)), cfg, epsilon=1.0, bounds=bounds),
+                 lambda: jaxdp.midpoint(np.ones((10, 3)), cfg, bounds=bounds)):  # fmt: skip
+        with pytest.raises(ValueError, match=match):
+            call()
+    if match != "attributes":  # the stream learns d from the bounds
+        with pytest.raises(ValueError, match=match):
+            jaxdp.StreamAnonymizer(key, cfg, epsilon=1.0, bounds=bounds)
+    with pytest.raises(TypeError, match="bounds"):
+        jaxdp.anonymize(key, np.ones((10, 3)), cfg, epsilon=1.0)  # no default domain
 
 
 def test_bad_calls_are_rejected(key):
-    cfg = jaxdp.HVCConfig(4, 2, bounds=np.ones(3))
+    cfg = jaxdp.HVCConfig(4, 2)
     with pytest.raises(ValueError, match="attributes"):
-        jaxdp.anonymize(key, np.ones((10, 4)), cfg, epsilon=1.0)
+        jaxdp.anonymize(key, np.ones((10, 4)), cfg, epsilon=1.0, bounds=np.ones(3))
     with pytest.raises(ValueError, match="empty"):
-        jaxdp.anonymize(key, np.ones((0, 3)), cfg, epsilon=1.0)
+        jaxdp.anonymize(key, np.ones((0, 3)), cfg, epsilon=1.0, bounds=np.ones(3))
     with pytest.raises(ValueError, match="ids"):
-        jaxdp.anonymize(key, np.ones((10, 3)), cfg, ids=[1, 2], epsilon=1.0)
+        jaxdp.anonymize(key, np.ones((10, 3)), cfg, ids=[1, 2], epsilon=1.0, bounds=np.ones(3))
     with pytest.raises(TypeError, match="jax.random.key"):
-        jaxdp.anonymize(jax.random.PRNGKey(0), np.ones((10, 3)), cfg, epsilon=1.0)
+        jaxdp.anonymize(jax.random.PRNGKey(0), np.ones((10, 3)), cfg, epsilon=1.0, bounds=np.ones(3))
     with pytest.raises(ValueError, match="target_length"):
-        jaxdp.StreamAnonymizer(key, cfg, epsilon=1.0)
+        jaxdp.StreamAnonymizer(key, cfg, epsilon=1.0, bounds=np.ones(3))
     with pytest.raises(TypeError, match="positional"):
         jaxdp.HVCConfig(4, 2, None, np.ones(3))  # everything after the sizes is keyword-only
 
@@ -261,28 +274,28 @@ def test_reorder_respects_the_footrule_and_beats_identity(cost, strategy):
 
 def test_paper_reordering_is_flagged_non_private_and_bounded(key):
     records = CENSUS[:120]
-    cfg = jaxdp.HVCConfig.paper(8, 3, bounds=BOUNDS)
+    cfg = jaxdp.HVCConfig.paper(8, 3)
     assert cfg.reorder == "paper" and cfg.reorder_cost == 16  # ⌊n²/2⌋/2
-    res = jaxdp.anonymize(key, records, cfg, epsilon=3.0)
+    res = jaxdp.anonymize(key, records, cfg, epsilon=3.0, bounds=BOUNDS)
     assert res.private is False
     assert sorted(res.index.tolist()) == list(range(120))
     per_block = res.footrule.reshape(-1, 8).sum(axis=1)
     assert np.all(per_block <= 16) and res.footrule.sum() > 0
     assert np.all(res.delay >= 0) and np.all(res.delay < cfg.frame_size)
-    sa = jaxdp.StreamAnonymizer(key, dataclasses.replace(cfg, target_length=120), epsilon=3.0)
+    sa = jaxdp.StreamAnonymizer(key, dataclasses.replace(cfg, target_length=120), epsilon=3.0, bounds=BOUNDS)
     o1, i1 = sa.push(records)
     o2, i2 = sa.flush()
-    batch = jaxdp.anonymize(key, records, dataclasses.replace(cfg, target_length=120), epsilon=3.0)
+    batch = jaxdp.anonymize(key, records, dataclasses.replace(cfg, target_length=120), epsilon=3.0, bounds=BOUNDS)
     np.testing.assert_array_equal(np.concatenate([i1, i2]), batch.index)
     np.testing.assert_array_equal(np.concatenate([o1, o2]).astype(batch.records.dtype), batch.records)
-    private = jaxdp.HVCConfig.paper(8, 3, bounds=BOUNDS, reorder="none")
-    assert private.reorder_cost == 0 and jaxdp.anonymize(key, records, private, epsilon=3.0).private is True
+    private = jaxdp.HVCConfig.paper(8, 3, reorder="none")
+    assert private.reorder_cost == 0 and jaxdp.anonymize(key, records, private, epsilon=3.0, bounds=BOUNDS).private is True
 
 
 def test_block_larger_than_the_stream_and_single_record(key):
-    cfg = jaxdp.HVCConfig(64, 2, bounds=np.ones(2))
+    cfg = jaxdp.HVCConfig(64, 2)
     for n_rows in (1, 10):
-        res = jaxdp.anonymize(key, np.full((n_rows, 2), 0.25), cfg, epsilon=1.0)
+        res = jaxdp.anonymize(key, np.full((n_rows, 2), 0.25), cfg, epsilon=1.0, bounds=np.ones(2))
         assert res.records.shape == (n_rows, 2) and sorted(res.index.tolist()) == list(range(n_rows))
 
 
@@ -292,9 +305,9 @@ def test_noise_is_independent_across_blocks_and_repetitions(key):
     n_blocks = 400
     records = np.full((n_blocks * 8, 3), 0.5)
     cfg = jaxdp.HVCConfig(
-        8, 1, bounds=np.ones(3), modes=("midpoint",), prune=False, clip_output=False, kinds=("dct",)
+        8, 1, modes=("midpoint",), prune=False, clip_output=False, kinds=("dct",)
     )
-    res = jaxdp.anonymize(jax.random.split(key, 2), records, cfg, epsilon=n_blocks * 8 * 50.0)  # ε_j = 50 per block
+    res = jaxdp.anonymize(jax.random.split(key, 2), records, cfg, epsilon=n_blocks * 8 * 50.0, bounds=np.ones(3))  # ε_j = 50 per block
     noise = (res.records - 0.5).reshape(2, n_blocks, 8, 3)
     dc = np.asarray(jaxdp.transforms.forward(noise.astype(np.float32), "dct"))[..., 0, 0]  # [2, blocks]
     kept = (res.info.t >= 1).all(axis=0)
@@ -318,10 +331,10 @@ def test_the_codec_step_is_traced_once_not_per_block(key, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(codec_mod, "step_drawn", counting)
-    cfg = jaxdp.HVCConfig(4, 2, bounds=np.ones(3), history=3)  # a config no other test compiles
-    jaxdp.anonymize(key, np.full((4 * 50, 3), 0.5), cfg, epsilon=5.0)  # 50 blocks
+    cfg = jaxdp.HVCConfig(4, 2, history=3)  # a config no other test compiles
+    jaxdp.anonymize(key, np.full((4 * 50, 3), 0.5), cfg, epsilon=5.0, bounds=np.ones(3))  # 50 blocks
     traced = len(calls)
-    jaxdp.anonymize(key, np.full((4 * 50, 3), 0.25), cfg, epsilon=5.0)  # same shapes: cached, no new trace
+    jaxdp.anonymize(key, np.full((4 * 50, 3), 0.25), cfg, epsilon=5.0, bounds=np.ones(3))  # same shapes: cached, no new trace
     assert 1 <= traced <= 2 and len(calls) == traced
 
 
@@ -406,8 +419,8 @@ def test_pushes_of_any_size_share_a_few_compiled_programs_and_match_batch(key, m
     monkeypatch.setattr(codec_mod, "step_drawn", counting)
     rng = np.random.default_rng(9)
     records = rng.uniform(0, [4.0, 3.0], size=(700, 2))
-    cfg = jaxdp.HVCConfig(2, 1, bounds=np.array([4.0, 3.0]), history=2, target_length=700)  # used nowhere else
-    sa = jaxdp.StreamAnonymizer(key, cfg, epsilon=5000.0)
+    cfg = jaxdp.HVCConfig(2, 1, history=2, target_length=700)  # used nowhere else
+    sa = jaxdp.StreamAnonymizer(key, cfg, epsilon=5000.0, bounds=np.array([4.0, 3.0]))
     outs, start, lengths = [], 0, set()
     for size in (3, 9, 30, 5, 11, 17, 2, 23, 150, 150, 300):  # 1…150 blocks per push
         before = sa.blocks_done
@@ -418,7 +431,7 @@ def test_pushes_of_any_size_share_a_few_compiled_programs_and_match_batch(key, m
     outs.append(sa.flush()[0])
     assert start == 700 and lengths == {64, 80, 160}  # ten runs, three compiled lengths
     assert len(calls) <= 2 * len(lengths)  # each traced at most twice
-    batch = jaxdp.anonymize(key, records, cfg, epsilon=5000.0)  # one unpadded run of all 350 blocks
+    batch = jaxdp.anonymize(key, records, cfg, epsilon=5000.0, bounds=np.array([4.0, 3.0]))  # one unpadded run of all 350 blocks
     np.testing.assert_array_equal(np.concatenate(outs).astype(batch.records.dtype), batch.records)
 
 
@@ -437,11 +450,11 @@ def test_padded_length_bounds_padding_and_program_count():
 def test_one_privacy_rule_for_result_stream_and_cli(key):
     from jaxdp.privacy import release_is_private
 
-    public = jaxdp.HVCConfig(8, 3, bounds=BOUNDS, target_length=48)
-    paper = jaxdp.HVCConfig.paper(8, 3, bounds=BOUNDS, target_length=48)
-    assert jaxdp.StreamAnonymizer(key, public, epsilon=3.0).private is True
-    assert jaxdp.StreamAnonymizer(key, paper, epsilon=3.0).private is False
-    assert jaxdp.anonymize(key, CENSUS[:48], paper, epsilon=3.0).private is False
+    public = jaxdp.HVCConfig(8, 3, target_length=48)
+    paper = jaxdp.HVCConfig.paper(8, 3, target_length=48)
+    assert jaxdp.StreamAnonymizer(key, public, epsilon=3.0, bounds=BOUNDS).private is True
+    assert jaxdp.StreamAnonymizer(key, paper, epsilon=3.0, bounds=BOUNDS).private is False
+    assert jaxdp.anonymize(key, CENSUS[:48], paper, epsilon=3.0, bounds=BOUNDS).private is False
     assert release_is_private(public_bounds=True, reorder="none") is True
     assert release_is_private(public_bounds=True, reorder="none", reproducible_seed=True) is False
     assert release_is_private(public_bounds=False, reorder="none") is False
@@ -453,14 +466,14 @@ def test_a_narrow_domain_far_from_zero_keeps_its_resolution(key):
     float32's 64-wide steps; the release is float64 there, and the same as for the domain [0, 1]."""
     rng = np.random.default_rng(1)
     x = rng.uniform(0, 1, (96, 2))
-    cfg_far = jaxdp.HVCConfig(8, 3, bounds=(np.full(2, 1e9), np.full(2, 1e9 + 1.0)), target_length=96)
-    cfg_near = jaxdp.HVCConfig(8, 3, bounds=(np.zeros(2), np.ones(2)), target_length=96)
-    far = jaxdp.anonymize(key, x + 1e9, cfg_far, epsilon=1e3)
-    near = jaxdp.anonymize(key, x, cfg_near, epsilon=1e3)
+    cfg_far = jaxdp.HVCConfig(8, 3, target_length=96)
+    cfg_near = jaxdp.HVCConfig(8, 3, target_length=96)
+    far = jaxdp.anonymize(key, x + 1e9, cfg_far, epsilon=1e3, bounds=(np.full(2, 1e9), np.full(2, 1e9 + 1.0)))
+    near = jaxdp.anonymize(key, x, cfg_near, epsilon=1e3, bounds=(np.zeros(2), np.ones(2)))
     assert far.records.dtype == np.float64 and near.records.dtype == np.float32
     assert len(np.unique(far.records)) > 50
     np.testing.assert_allclose(far.records - 1e9, near.records, atol=1e-6)
-    sa = jaxdp.StreamAnonymizer(key, cfg_far, epsilon=1e3)
+    sa = jaxdp.StreamAnonymizer(key, cfg_far, epsilon=1e3, bounds=(np.full(2, 1e9), np.full(2, 1e9 + 1.0)))
     o1, _ = sa.push(x[:3] + 1e9)  # nothing released yet: still the release dtype
     o2, _ = sa.push(x[3:] + 1e9)
     o3, _ = sa.flush()
@@ -472,17 +485,17 @@ def test_tables_are_accepted_as_users_have_them(key):
     import pyarrow as pa
 
     data = CENSUS[:48].astype(np.float64)
-    cfg = jaxdp.HVCConfig(8, 3, bounds=BOUNDS, target_length=48)
-    ref = jaxdp.anonymize(key, data, cfg, epsilon=50.0).records
+    cfg = jaxdp.HVCConfig(8, 3, target_length=48)
+    ref = jaxdp.anonymize(key, data, cfg, epsilon=50.0, bounds=BOUNDS).records
     table = pa.table({f"c{j}": data[:, j] for j in range(13)})
-    np.testing.assert_array_equal(jaxdp.anonymize(key, table, cfg, epsilon=50.0).records, ref)
+    np.testing.assert_array_equal(jaxdp.anonymize(key, table, cfg, epsilon=50.0, bounds=BOUNDS).records, ref)
     with pytest.raises(TypeError, match="ids go to"):
-        jaxdp.anonymize(key, table.append_column("name", pa.array(["x"] * 48)), cfg, epsilon=50.0)
+        jaxdp.anonymize(key, table.append_column("name", pa.array(["x"] * 48)), cfg, epsilon=50.0, bounds=BOUNDS)
     try:
         import pandas as pd
     except ImportError:
         return
-    np.testing.assert_array_equal(jaxdp.anonymize(key, pd.DataFrame(data), cfg, epsilon=50.0).records, ref)
+    np.testing.assert_array_equal(jaxdp.anonymize(key, pd.DataFrame(data), cfg, epsilon=50.0, bounds=BOUNDS).records, ref)
 
 
 @settings(max_examples=15, deadline=None)
@@ -500,8 +513,8 @@ def test_records_per_subject_bounds_every_subjects_budget(n_rows, n_subjects, k,
     rng = np.random.default_rng(seed)
     records = rng.uniform(0, 1, size=(n_rows, 2))
     ids = rng.integers(0, n_subjects, size=n_rows).tolist()
-    cfg = jaxdp.HVCConfig(n, b, bounds=np.ones(2), records_per_subject=k)
-    res = jaxdp.midpoint(records, cfg, ids=ids)  # same planner as anonymize, no device work
+    cfg = jaxdp.HVCConfig(n, b, records_per_subject=k)
+    res = jaxdp.midpoint(records, cfg, ids=ids, bounds=np.ones(2))  # same planner as anonymize, no device work
     assert len(res.index) + res.superseded + res.dropped + res.capped == n_rows and res.dropped == 0
     eps = 3.0
     eps_frame = eps / k
@@ -517,17 +530,17 @@ def test_records_per_subject_bounds_every_subjects_budget(n_rows, n_subjects, k,
 
 
 def test_records_per_subject_spends_eps_over_k_per_frame_and_streams_unbounded(key):
-    cfg = jaxdp.HVCConfig(8, 3, bounds=BOUNDS, records_per_subject=1)
-    res = jaxdp.anonymize(key, CENSUS[:200], cfg, epsilon=2.0)
+    cfg = jaxdp.HVCConfig(8, 3, records_per_subject=1)
+    res = jaxdp.anonymize(key, CENSUS[:200], cfg, epsilon=2.0, bounds=BOUNDS)
     np.testing.assert_allclose(res.epsilon_spent, 2.0)  # each frame ε/k: a person appears in one frame
-    sa = jaxdp.StreamAnonymizer(key, cfg, epsilon=2.0)  # no target_length: an unbounded stream
+    sa = jaxdp.StreamAnonymizer(key, cfg, epsilon=2.0, bounds=BOUNDS)  # no target_length: an unbounded stream
     outs = [sa.push(CENSUS[i : i + 50])[0] for i in range(0, 200, 50)] + [sa.flush()[0]]
     np.testing.assert_array_equal(np.concatenate(outs), res.records)
     assert sa.dropped == 0 and np.allclose(sa.epsilon_spent, 2.0)
     with pytest.raises(ValueError, match="not both"):
-        jaxdp.HVCConfig(8, 3, bounds=BOUNDS, records_per_subject=1, target_length=100)
+        jaxdp.HVCConfig(8, 3, records_per_subject=1, target_length=100)
     ids = [i % 50 for i in range(200)]  # every subject returns after 50 rows, in a later frame
-    capped = jaxdp.anonymize(key, CENSUS[:200], dataclasses.replace(cfg, records_per_subject=2), ids=ids, epsilon=2.0)
+    capped = jaxdp.anonymize(key, CENSUS[:200], dataclasses.replace(cfg, records_per_subject=2), ids=ids, epsilon=2.0, bounds=BOUNDS)
     assert capped.capped > 0 and np.bincount([ids[i] for i in capped.index]).max() <= 2
 
 
@@ -553,8 +566,8 @@ def test_frame_mean_layer_splits_each_frames_budget(key):
     # Every frame spends ε_f in all; its blocks get (1 − s)·ε_f when the layer's public rule finds them
     # useful (live) and 0 otherwise — then every released record of the frame is the same base row.
     for eps, live in ((0.5, False), (3e4, True)):
-        cfg = jaxdp.HVCConfig(8, 3, bounds=BOUNDS, records_per_subject=1)
-        res = jaxdp.anonymize(key, CENSUS[:240], cfg, epsilon=eps)
+        cfg = jaxdp.HVCConfig(8, 3, records_per_subject=1)
+        res = jaxdp.anonymize(key, CENSUS[:240], cfg, epsilon=eps, bounds=BOUNDS)
         np.testing.assert_allclose(res.epsilon_spent, eps)
         block_eps = np.asarray(res.info.epsilon)
         assert np.all(np.isclose(block_eps, 0.0) | np.isclose(block_eps, (1 - cfg.frame_mean_share) * eps, rtol=1e-6))
@@ -565,25 +578,25 @@ def test_frame_mean_layer_splits_each_frames_budget(key):
                 rows = np.asarray(res.records)[res.frame == f]
                 np.testing.assert_array_equal(rows, np.broadcast_to(rows[0], rows.shape))
     with pytest.raises(ValueError, match="frame_mean_share"):
-        jaxdp.HVCConfig(8, 3, bounds=BOUNDS, modes=predict.PAPER_MODES, frame_mean_share=0.5)
+        jaxdp.HVCConfig(8, 3, modes=predict.PAPER_MODES, frame_mean_share=0.5)
 
 
 @pytest.mark.slow
 def test_frame_mean_layer_beats_the_midpoint_and_the_old_default_at_small_eps(key):
     keys = jax.random.split(key, 4)
-    cfg = jaxdp.HVCConfig(8, 27, bounds=BOUNDS, records_per_subject=1)
-    mid = jaxdp.midpoint(CENSUS, cfg).sse(CENSUS)
-    layer = jaxdp.anonymize(keys, CENSUS, cfg, epsilon=1.0).sse(CENSUS).mean()
-    old = jaxdp.anonymize(keys, CENSUS, dataclasses.replace(cfg, modes=predict.PAPER_MODES, frame_mean_share=0.0), epsilon=1.0).sse(CENSUS).mean()
-    fm = jaxdp.frame_mean(keys, CENSUS, cfg, epsilon=1.0).sse(CENSUS).mean()
+    cfg = jaxdp.HVCConfig(8, 27, records_per_subject=1)
+    mid = jaxdp.midpoint(CENSUS, cfg, bounds=BOUNDS).sse(CENSUS)
+    layer = jaxdp.anonymize(keys, CENSUS, cfg, epsilon=1.0, bounds=BOUNDS).sse(CENSUS).mean()
+    old = jaxdp.anonymize(keys, CENSUS, dataclasses.replace(cfg, modes=predict.PAPER_MODES, frame_mean_share=0.0), epsilon=1.0, bounds=BOUNDS).sse(CENSUS).mean()
+    fm = jaxdp.frame_mean(keys, CENSUS, cfg, epsilon=1.0, bounds=BOUNDS).sse(CENSUS).mean()
     assert layer <= 0.15 * mid  # issue 17's target at ε = 1, one record per subject
     assert layer < 0.5 * old and layer <= 1.1 * fm
 
 
 def test_block_keys_never_reach_the_frame_mean_layers_indices(key):
     # block j's key is fold_in(key, j); the layer uses j = 2**32 − 1 and 2**32 − 2: a stream that long must stop
-    cfg = jaxdp.HVCConfig(4, 1, bounds=BOUNDS, records_per_subject=1)
-    sa = jaxdp.StreamAnonymizer(key, cfg, epsilon=1.0)
+    cfg = jaxdp.HVCConfig(4, 1, records_per_subject=1)
+    sa = jaxdp.StreamAnonymizer(key, cfg, epsilon=1.0, bounds=BOUNDS)
     sa.blocks_done = 2**32 - 3  # as if 2**32 − 3 blocks had been released
     with pytest.raises(ValueError, match="fresh key"):
         sa.push(CENSUS[:8])
@@ -593,12 +606,12 @@ def test_nan_and_inf_inputs_are_coded_as_the_codec_codes_them(key):
     # The frame-mean layer reads the records too: NaN must count as the midpoint and ±inf be clipped, exactly as
     # the codec treats them — not turn every released record of the frame into NaN.
     bounds = (np.zeros(13), 1.5 * CENSUS.max(axis=0))
-    cfg = jaxdp.HVCConfig(8, 2, bounds=bounds, records_per_subject=1)
+    cfg = jaxdp.HVCConfig(8, 2, records_per_subject=1)
     x = CENSUS[:64].astype(np.float64)
     bad = x.copy()
     bad[3, 2], bad[5, 1] = np.nan, np.inf
     fixed = x.copy()
     fixed[3, 2], fixed[5, 1] = 0.5 * bounds[1][2], bounds[1][1]
-    a, b = jaxdp.anonymize(key, bad, cfg, epsilon=1.0), jaxdp.anonymize(key, fixed, cfg, epsilon=1.0)
+    a, b = jaxdp.anonymize(key, bad, cfg, epsilon=1.0, bounds=bounds), jaxdp.anonymize(key, fixed, cfg, epsilon=1.0, bounds=bounds)
     assert np.all(np.isfinite(a.records))
     np.testing.assert_array_equal(a.records, b.records)

@@ -105,8 +105,8 @@ def test_ids_default_target_is_the_records_released_and_spends_all_of_epsilon(tm
     report = json.loads(rep.read_text())
     assert (report["records_out"], report["superseded"], report["dropped"]) == (3, 197, 0)
     assert report["epsilon_spent"] == pytest.approx(2.0)
-    cfg = jaxdp.HVCConfig(8, 12, bounds=(np.zeros(2), np.array([10.0, 5.0])), target_length=3)
-    batch = jaxdp.anonymize(keys.key_from_seed(7), data, cfg, epsilon=2.0, ids=ids.tolist())
+    cfg = jaxdp.HVCConfig(8, 12, target_length=3)
+    batch = jaxdp.anonymize(keys.key_from_seed(7), data, cfg, epsilon=2.0, ids=ids.tolist(), bounds=(np.zeros(2), np.array([10.0, 5.0])))
     with out.open() as f:
         rows = list(csv.reader(f))[1:]
     np.testing.assert_array_equal(np.array([[float(v) for v in r[1:]] for r in rows], np.float32), batch.records)
@@ -268,8 +268,8 @@ def test_streaming_cli_equals_batch_anonymize_for_the_same_key(tmp_path, capsys)
                      "--delay", "24")  # fmt: skip
     assert code == 0
     header, released = _read_csv(out)
-    cfg = jaxdp.HVCConfig(8, 3, bounds=(np.zeros(3), np.full(3, 10.0)), target_length=300)
-    batch = jaxdp.anonymize(keys.key_from_seed(5), DATA, cfg, epsilon=50.0)
+    cfg = jaxdp.HVCConfig(8, 3, target_length=300)
+    batch = jaxdp.anonymize(keys.key_from_seed(5), DATA, cfg, epsilon=50.0, bounds=(np.zeros(3), np.full(3, 10.0)))
     assert header == HEADER
     np.testing.assert_array_equal(released.astype(np.float32), batch.records)  # shortest float32 text round-trips
 

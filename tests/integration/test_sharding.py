@@ -17,11 +17,11 @@ SCRIPT = textwrap.dedent(
     from jaxdp import datasets
     data = datasets.load_census()[:200].astype(np.float64)
     streams = np.stack([data, data[::-1], data * 0.9, data[:, ::1] * 0.5, data])
-    cfg = jaxdp.HVCConfig(8, 3, bounds=(np.zeros(13), 1.5 * datasets.load_census().max(axis=0)))
+    cfg, bounds = jaxdp.HVCConfig(8, 3), (np.zeros(13), 1.5 * datasets.load_census().max(axis=0))
     keys = jax.random.split(jax.random.key(11), 5)
-    sharded = jaxdp.anonymize_streams(keys, streams, cfg, epsilon=20.0, shard=True)
-    plain = jaxdp.anonymize_streams(keys, streams, cfg, epsilon=20.0, shard=False)
-    single = jaxdp.anonymize(keys[2], streams[2], cfg, epsilon=20.0)
+    sharded = jaxdp.anonymize_streams(keys, streams, cfg, epsilon=20.0, bounds=bounds, shard=True)
+    plain = jaxdp.anonymize_streams(keys, streams, cfg, epsilon=20.0, bounds=bounds, shard=False)
+    single = jaxdp.anonymize(keys[2], streams[2], cfg, epsilon=20.0, bounds=bounds)
     np.save(sys.argv[1], np.stack([sharded.records, plain.records]))
     np.save(sys.argv[1] + ".info.npy", np.stack([np.stack([sharded.info.t, sharded.info.kind, sharded.info.mode]),
                                                  np.stack([plain.info.t, plain.info.kind, plain.info.mode])]))
@@ -47,13 +47,13 @@ def test_sharded_over_8_cpu_devices_equals_unsharded_and_single_runs(tmp_path):
 
 
 def test_anonymize_streams_checks_its_input(key):
-    cfg = jaxdp.HVCConfig(4, 2, bounds=np.ones(3))
+    cfg = jaxdp.HVCConfig(4, 2)
     keys = jax.random.split(key, 2)
-    res = jaxdp.anonymize_streams(keys, np.full((2, 10, 3), 0.5), cfg, epsilon=1.0)
+    res = jaxdp.anonymize_streams(keys, np.full((2, 10, 3), 0.5), cfg, epsilon=1.0, bounds=np.ones(3))
     assert res.records.shape == (2, 10, 3)
     with pytest.raises(ValueError, match="keys"):
-        jaxdp.anonymize_streams(jax.random.split(key, 3), np.zeros((2, 10, 3)), cfg, epsilon=1.0)
+        jaxdp.anonymize_streams(jax.random.split(key, 3), np.zeros((2, 10, 3)), cfg, epsilon=1.0, bounds=np.ones(3))
     with pytest.raises(ValueError, match="public bounds"):
-        jaxdp.anonymize_streams(keys, np.zeros((2, 10, 3)), jaxdp.HVCConfig(4, 2, bounds="data"), epsilon=1.0)
+        jaxdp.anonymize_streams(keys, np.zeros((2, 10, 3)), jaxdp.HVCConfig(4, 2), epsilon=1.0, bounds="data")
     with pytest.raises(ValueError, match="shape"):
-        jaxdp.anonymize_streams(keys, np.zeros((10, 3)), cfg, epsilon=1.0)
+        jaxdp.anonymize_streams(keys, np.zeros((10, 3)), cfg, epsilon=1.0, bounds=np.ones(3))

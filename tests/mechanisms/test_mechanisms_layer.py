@@ -41,5 +41,5 @@ def test_every_system_offers_the_same_noise_choices():
                compressive.tree_counter, compressive.TreeCounter, compressive.cmco):  # fmt: skip
         param = inspect.signature(fn).parameters["noise"]
         assert param.kind is inspect.Parameter.KEYWORD_ONLY and param.default == "float", fn
-    assert jaxdp.HVCConfig(8, 2, bounds=[1.0]).noise == "float"
-    assert jaxdp.HVCConfig(8, 2, bounds=[1.0], noise="float32").noise == "float"
+    assert jaxdp.HVCConfig(8, 2).noise == "float"
+    assert jaxdp.HVCConfig(8, 2, noise="float32").noise == "float"
