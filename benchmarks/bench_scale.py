@@ -195,11 +195,11 @@ def main():
     t0 = time.perf_counter()
     for start in range(0, args.max_records, 10_000):
         chunk = stream(10_000, seed=start)
-        out, _ = sa.push(chunk)
+        out = sa.push(chunk).records
         released += out.shape[0]
         if (start // 10_000) % 10 == 0:
             rss.append((start + 10_000, _rss_mb()))
-    released += sa.flush()[0].shape[0]
+    released += sa.flush().records.shape[0]
     secs = time.perf_counter() - t0
     print("| records pushed | resident MB |")
     print("|---|---|")

@@ -414,14 +414,14 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
                     id_of.update(zip(range(row0, row0 + len(id_list)), id_list))
                 if diag is not None:
                     diag.remember(x, row0)
-                out, idx = sa.push(x, ids=id_list)
-                _emit(writer, out, idx, id_of, args.ids_column, diag, content)
+                res = sa.push(x, ids=id_list)
+                _emit(writer, res.records, res.index, id_of, args.ids_column, diag, content)
                 if id_list is not None:  # forget ids no buffered record can need
                     keep = set(sa.pending)
                     id_of = {r: v for r, v in id_of.items() if r in keep}
                 progress.update(x.shape[0])
-            out, idx = sa.flush()
-            _emit(writer, out, idx, id_of, args.ids_column, diag, content)
+            res = sa.flush()
+            _emit(writer, res.records, res.index, id_of, args.ids_column, diag, content)
             empty = np.zeros((0, len(columns)), np.dtype(sa.dtype))
             writer.commit(empty, [] if args.ids_column else None)
         one_kernel = codec.one_kernel_loop(config, n * len(columns))

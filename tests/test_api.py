@@ -89,11 +89,17 @@ def test_releases_return_their_systems_result_type(name):
     assert ann in (RESULT_TYPES[name], RESULT_TYPES[name].__name__), f"{name} -> {ann}"
 
 
+def test_streaming_objects_return_their_batch_calls_result_type():
+    assert inspect.signature(jaxdp.StreamAnonymizer.push).return_annotation in (jaxdp.Result, "Result")
+    assert inspect.signature(jaxdp.StreamAnonymizer.flush).return_annotation in (jaxdp.Result, "Result")
+    assert inspect.signature(wevent.WEventStream.push).return_annotation in (wevent.WEventResult, "WEventResult")
+
+
 def test_hvc_config_holds_no_budget():
-    """The budget is a call argument, not configuration: a config is shared by releases at any ε."""
+    """Budget and domain are call arguments, not configuration: one config serves any data set at any ε."""
     import dataclasses
 
-    assert "epsilon" not in {f.name for f in dataclasses.fields(jaxdp.HVCConfig)}
+    assert not {"epsilon", "bounds"} & {f.name for f in dataclasses.fields(jaxdp.HVCConfig)}
     with pytest.raises(TypeError):
         jaxdp.HVCConfig(8, 2, 1.0)  # the old positional ε is refused, not taken as something else
 

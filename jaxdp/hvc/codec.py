@@ -55,6 +55,12 @@ class BlockInfo(NamedTuple):
     perm: Int[Array, "*blocks n"]
 
 
+def empty_info(block_size: int) -> BlockInfo:
+    """A `BlockInfo` of no blocks (a streaming call that released nothing)."""
+    z = np.zeros(0, np.int32)
+    return BlockInfo(z, z, z, np.zeros(0, np.float64), np.zeros((0, block_size), np.int32))
+
+
 class BlockInputs(NamedTuple):
     """Per-block public inputs of the loop: the block's budget ε, the frame-mean estimate (`[d]`,
     the running estimate of the column means of the block's frame, in the codec's coordinates; zeros

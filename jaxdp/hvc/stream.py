@@ -575,12 +575,6 @@ def _release(released, rows, perm, frames, block_frame):
     return out, index, delay.astype(np.int64), footrule.astype(np.int64), block_frame[blk]
 
 
-def _stream_release(released, rows, perm):
-    rows_p = np.take_along_axis(rows, perm, axis=-1)
-    mask = rows_p >= 0
-    return released[mask], rows_p[mask]
-
-
 def _prepare(records, config: HVCConfig, ids, bounds):
     """Validate a batch stream and plan its frames (shared by `anonymize` and the baselines)."""
     records = _check_records(records)
@@ -813,8 +807,13 @@ class StreamAnonymizer:
         self.epsilon_spent: list[float] = []  # ε of each released frame
         self.frame_sizes: list[int] = []  # records of each released frame
 
-    def push(self, records, ids=None) -> tuple[np.ndarray, np.ndarray]:
-        """Feed records (``[k, d]``, arrival order); return ``(released [k', d], input rows [k'])``.
+    def push(self, records, ids=None) -> Result:
+        """Feed records (``[k, d]``, arrival order); return what this call released, as a `Result`.
+
+        The result holds the records released by this call (``records [k', d]``, ``index`` their input rows,
+        ``delay``, ``footrule``, ``frame`` the stream-wide frame numbers, ``epsilon_spent`` and ``info`` of
+        the frames and blocks released now) and the stream's running counts (``superseded``, ``dropped``,
+        ``capped`` so far). Concatenating the results of all pushes and `flush` gives `anonymize`'s.
 
         Warns (`BudgetExhaustedWarning`, once) when records arrive after `target_length` records were
         protected: they are dropped (counted in `dropped`).
@@ -854,8 +853,8 @@ class StreamAnonymizer:
                 self.pending[r] = rec.copy()
         return out
 
-    def flush(self) -> tuple[np.ndarray, np.ndarray]:
-        """Protect and return whatever is still buffered (the final, possibly partial, frame)."""
+    def flush(self) -> Result:
+        """Protect and release whatever is still buffered (the final, possibly partial, frame), as `push`."""
         return self._process(self.planner.flush(self.rows_seen - 1))
 
     @property
@@ -891,7 +890,8 @@ class StreamAnonymizer:
     def _process(self, frames, chunk=None, first=0):
         """Run the codec on all frames emitted by one call, as one scan (same keys as batch)."""
         if not frames:
-            return np.zeros((0, self.d), self.out_dtype), np.zeros(0, np.int64)
+            return self._result(np.zeros((0, self.d), self.out_dtype), *(np.zeros(0, np.int64),) * 4,
+                                np.zeros(0), codec.empty_info(self.config.block_size))  # fmt: skip
         blocks, rows, eps, block_frame = self.frames_fr.blocks(lambda r: self._rows(r, chunk, first), frames)
         with _precision(self.config):
             pub = _block_inputs(self.config, self.epsilon, self.frame_means, self.key, blocks, rows, eps, block_frame, frames,
@@ -901,14 +901,23 @@ class StreamAnonymizer:
             )
         self.blocks_done += blocks.shape[0]
         self.blocks_coded += int(np.sum(np.asarray(info.t) > 0))
+        first_frame = self.frames_done
         self.frames_done += len(frames)
         self.frame_sizes.extend(len(f[0]) for f in frames)
-        self.epsilon_spent.extend(
-            _frame_epsilon(self.config, self.epsilon, [len(f[0]) for f in frames], self.config.target_length).tolist()
-        )
+        eps_frames = _frame_epsilon(self.config, self.epsilon, [len(f[0]) for f in frames], self.config.target_length)
+        self.epsilon_spent.extend(eps_frames.tolist())
         # forget the raw records of rows that left the buffer (released, or superseded by an update)
         buffered = set(self.planner.buffer.values())
         for r in [r for r in self.pending if r not in buffered]:
             del self.pending[r]
-        out, index = _stream_release(np.asarray(released), rows, np.asarray(info.perm))
-        return _unshift(out, self.lo, self.out_dtype), index
+        out, index, delay, footrule, frame = _release(np.asarray(released), rows, np.asarray(info.perm), frames,
+                                                      block_frame)  # fmt: skip
+        return self._result(_unshift(out, self.lo, self.out_dtype), index, delay, footrule, frame + first_frame,
+                            eps_frames, info)  # fmt: skip
+
+    def _result(self, records, index, delay, footrule, frame, eps_frames, info) -> Result:
+        return Result(
+            records=records, index=index, delay=delay, footrule=footrule, superseded=self.planner.superseded,
+            dropped=self.planner.dropped, capped=self.planner.capped, epsilon_spent=np.asarray(eps_frames, np.float64),
+            frame=frame, info=info, private=self.private, lo=self.lo, hi=self.hi,
+        )  # fmt: skip

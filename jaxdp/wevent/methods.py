@@ -298,7 +298,7 @@ def _push(state, c, key, eps, force, *, method, w, d, shift=False, noise="float"
 
 
 class WEventStream:
-    """Streaming front end: ``push(c_i) → (o_i, ledger entry)`` one timestamp at a time.
+    """Streaming front end: ``push(c_i)`` → a one-timestamp `WEventResult`, one timestamp at a time.
 
     Gives the same releases as `run` for the same key and settings, `shift` and `initial` included (timestamp i uses
     ``fold_in(key, i − 1)``).
@@ -323,8 +323,9 @@ class WEventStream:
         self.state = _init(self.d, self.w, _phase(self.start, self.w), self.dtype)
         self.i = self.start - 1  # the last timestamp pushed (a Python int: exact)
 
-    def push(self, counts) -> tuple[np.ndarray, dict]:
-        """Release timestamp i's counts ``[d]``; returns ``(o_i, {"eps1", "eps2", "published", "nullified"})``."""
+    def push(self, counts) -> WEventResult:
+        """Release timestamp i's counts ``[d]``; returns a `WEventResult` of this one timestamp (``releases [1, d]``
+        and the ledger entries ``[1]``): the results of all pushes, concatenated, are `run`'s."""
         c = check_counts(np.asarray(counts, np.float64).reshape(1, -1))[0]
         if c.shape[0] != self.d:
             raise ValueError(f"expected {self.d} counts, got {c.shape[0]}.")
@@ -339,6 +340,6 @@ class WEventStream:
                 method=self.method, w=self.w, d=self.d,
                 shift=self.shift, noise=mechanisms.kernel_noise(self.noise),
             )  # fmt: skip
-        return np.asarray(o), {"eps1": float(e1), "eps2": float(e2), "published": bool(pub), "nullified": bool(nul)}
+        return WEventResult(*(np.asarray(v)[None] for v in (o, e1, e2, pub, nul)))
 
 

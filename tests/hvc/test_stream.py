@@ -80,12 +80,15 @@ def test_batch_and_streaming_front_ends_are_bit_identical(key, with_ids):
         warnings.simplefilter("always")
         batch = jaxdp.anonymize(key, records, cfg, ids=ids, epsilon=1.0, bounds=SMALL_BOUNDS)
     sa = jaxdp.StreamAnonymizer(key, cfg, epsilon=1.0, bounds=SMALL_BOUNDS)
-    outs, idxs, start = [], [], 0
+    outs, idxs, start, parts = [], [], 0, []
     with warnings.catch_warnings(record=True) as stream_warnings:
         warnings.simplefilter("always")
         for size in (1, 7, 0, 13, 40):
             chunk = records[start : start + size]
-            o, i = sa.push(chunk, ids=None if ids is None else ids[start : start + size])
+            r = sa.push(chunk, ids=None if ids is None else ids[start : start + size])
+            assert isinstance(r, jaxdp.Result)  # the streaming front end returns the batch call's type
+            parts.append(r)
+            o, i = r.records, r.index
             outs.append(o)
             idxs.append(i)
             start += size
@@ -95,12 +98,19 @@ def test_batch_and_streaming_front_ends_are_bit_identical(key, with_ids):
     for caught in (batch_warnings, stream_warnings):
         assert [w.category for w in caught] == expected
         assert all("dropped" in str(w.message) for w in caught)
-    o, i = sa.flush()
+    r = sa.flush()
+    parts.append(r)
+    o, i = r.records, r.index
     outs.append(o)
     idxs.append(i)
     np.testing.assert_array_equal(np.concatenate(idxs), batch.index)
     np.testing.assert_array_equal(np.concatenate(outs).astype(batch.records.dtype), batch.records)
     assert sa.superseded == batch.superseded and sa.dropped == batch.dropped
+    assert (r.superseded, r.dropped, r.capped) == (batch.superseded, batch.dropped, batch.capped)  # running counts
+    for name in ("delay", "footrule", "frame", "epsilon_spent"):  # the pushes' results concatenate to the batch's
+        np.testing.assert_array_equal(np.concatenate([getattr(p, name) for p in parts]), getattr(batch, name))
+    for name in ("mode", "kind", "t", "perm"):
+        np.testing.assert_array_equal(np.concatenate([getattr(p.info, name) for p in parts]), getattr(batch.info, name))
     np.testing.assert_allclose(sa.epsilon_spent, batch.epsilon_spent)
 
 
@@ -283,8 +293,7 @@ def test_paper_reordering_is_flagged_non_private_and_bounded(key):
     assert np.all(per_block <= 16) and res.footrule.sum() > 0
     assert np.all(res.delay >= 0) and np.all(res.delay < cfg.frame_size)
     sa = jaxdp.StreamAnonymizer(key, dataclasses.replace(cfg, target_length=120), epsilon=3.0, bounds=BOUNDS)
-    o1, i1 = sa.push(records)
-    o2, i2 = sa.flush()
+    (o1, i1), (o2, i2) = ((r.records, r.index) for r in (sa.push(records), sa.flush()))
     batch = jaxdp.anonymize(key, records, dataclasses.replace(cfg, target_length=120), epsilon=3.0, bounds=BOUNDS)
     np.testing.assert_array_equal(np.concatenate([i1, i2]), batch.index)
     np.testing.assert_array_equal(np.concatenate([o1, o2]).astype(batch.records.dtype), batch.records)
@@ -424,11 +433,11 @@ def test_pushes_of_any_size_share_a_few_compiled_programs_and_match_batch(key, m
     outs, start, lengths = [], 0, set()
     for size in (3, 9, 30, 5, 11, 17, 2, 23, 150, 150, 300):  # 1…150 blocks per push
         before = sa.blocks_done
-        outs.append(sa.push(records[start : start + size])[0])
+        outs.append(sa.push(records[start : start + size]).records)
         if sa.blocks_done > before:
             lengths.add(codec_mod.padded_length(sa.blocks_done - before))
         start += size
-    outs.append(sa.flush()[0])
+    outs.append(sa.flush().records)
     assert start == 700 and lengths == {64, 80, 160}  # ten runs, three compiled lengths
     assert len(calls) <= 2 * len(lengths)  # each traced at most twice
     batch = jaxdp.anonymize(key, records, cfg, epsilon=5000.0, bounds=np.array([4.0, 3.0]))  # one unpadded run of all 350 blocks
@@ -474,9 +483,9 @@ def test_a_narrow_domain_far_from_zero_keeps_its_resolution(key):
     assert len(np.unique(far.records)) > 50
     np.testing.assert_allclose(far.records - 1e9, near.records, atol=1e-6)
     sa = jaxdp.StreamAnonymizer(key, cfg_far, epsilon=1e3, bounds=(np.full(2, 1e9), np.full(2, 1e9 + 1.0)))
-    o1, _ = sa.push(x[:3] + 1e9)  # nothing released yet: still the release dtype
-    o2, _ = sa.push(x[3:] + 1e9)
-    o3, _ = sa.flush()
+    o1 = sa.push(x[:3] + 1e9).records  # nothing released yet: still the release dtype
+    o2 = sa.push(x[3:] + 1e9).records
+    o3 = sa.flush().records
     assert o1.dtype == o2.dtype == o3.dtype == np.float64
     np.testing.assert_array_equal(np.concatenate([o1, o2, o3]), far.records)
 
@@ -534,7 +543,7 @@ def test_records_per_subject_spends_eps_over_k_per_frame_and_streams_unbounded(k
     res = jaxdp.anonymize(key, CENSUS[:200], cfg, epsilon=2.0, bounds=BOUNDS)
     np.testing.assert_allclose(res.epsilon_spent, 2.0)  # each frame ε/k: a person appears in one frame
     sa = jaxdp.StreamAnonymizer(key, cfg, epsilon=2.0, bounds=BOUNDS)  # no target_length: an unbounded stream
-    outs = [sa.push(CENSUS[i : i + 50])[0] for i in range(0, 200, 50)] + [sa.flush()[0]]
+    outs = [sa.push(CENSUS[i : i + 50]).records for i in range(0, 200, 50)] + [sa.flush().records]
     np.testing.assert_array_equal(np.concatenate(outs), res.records)
     assert sa.dropped == 0 and np.allclose(sa.epsilon_spent, 2.0)
     with pytest.raises(ValueError, match="not both"):

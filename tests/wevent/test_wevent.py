@@ -150,13 +150,10 @@ def test_streaming_push_equals_batch(key, method):
     counts = wevent.synthetic_counts(4, timestamps=40, columns=6)
     batch = wevent.run(key, counts, method=method, w=5, epsilon=1.0)
     stream = wevent.WEventStream(key, d=6, method=method, w=5, epsilon=1.0)
-    outs, e2 = [], []
-    for c in counts:
-        o, ledger = stream.push(c)
-        outs.append(o)
-        e2.append(ledger["eps2"])
-    np.testing.assert_array_equal(np.stack(outs), np.asarray(batch.releases))
-    np.testing.assert_allclose(e2, np.asarray(batch.eps2))
+    pushed = [stream.push(c) for c in counts]
+    assert all(isinstance(p, wevent.WEventResult) for p in pushed)  # the batch call's type, one timestamp each
+    for name in wevent.WEventResult._fields:  # concatenated, the pushes are the batch release and ledger
+        np.testing.assert_array_equal(np.concatenate([getattr(p, name) for p in pushed]), np.asarray(getattr(batch, name)))
 
 
 @pytest.mark.parametrize("method", ["bd", "ba"])
@@ -165,9 +162,9 @@ def test_streaming_push_equals_batch_with_the_budget_shift(key, method):
     batch = wevent.run(key, counts, method=method, w=3, epsilon=1.0, shift=True)
     stream = wevent.WEventStream(key, d=12, method=method, w=3, epsilon=1.0, shift=True)
     pushed = [stream.push(c) for c in counts]
-    np.testing.assert_array_equal(np.stack([o for o, _ in pushed]), np.asarray(batch.releases))
-    np.testing.assert_allclose([e["eps1"] for _, e in pushed], np.asarray(batch.eps1))
-    np.testing.assert_allclose([e["eps1"] for _, e in pushed], 1.0 / 12)  # ε_{i,1} = ε/d with the shift
+    np.testing.assert_array_equal(np.concatenate([p.releases for p in pushed]), np.asarray(batch.releases))
+    np.testing.assert_allclose(np.concatenate([p.eps1 for p in pushed]), np.asarray(batch.eps1))
+    np.testing.assert_allclose(np.concatenate([p.eps1 for p in pushed]), 1.0 / 12)  # ε_{i,1} = ε/d with the shift
     with pytest.raises(ValueError, match="d > 2w"):
         wevent.WEventStream(key, d=6, method=method, w=3, epsilon=1.0, shift=True)
     with pytest.raises(ValueError, match="shift"):
@@ -270,7 +267,7 @@ def test_streams_started_late_keep_the_schedule_and_the_window(key, start, metho
         np.testing.assert_array_equal(np.asarray(forced.eps2), np.asarray(early.eps2))
         np.testing.assert_array_equal(np.asarray(forced.nullified), np.asarray(early.nullified))
     stream = wevent.WEventStream(key, d=6, method=method, w=w, epsilon=1.0, start=start)
-    pushed = np.stack([stream.push(c)[0] for c in counts[:6]])
+    pushed = np.concatenate([stream.push(c).releases for c in counts[:6]])
     np.testing.assert_array_equal(pushed, np.asarray(late.releases)[:6])
 
 
@@ -291,7 +288,7 @@ def test_exact_noise_keeps_the_window_lands_on_the_grid_and_matches_float_accura
     ratio = wevent.mae(rel, counts).mean() / wevent.mae(flt.releases, counts).mean()
     assert 0.6 < ratio < 1.6  # same calibration (12 repetitions)
     stream = wevent.WEventStream(keys[0], d=8, method=method, w=4, epsilon=1.0, noise="grid")
-    pushed = np.stack([stream.push(c)[0] for c in counts[:5]])
+    pushed = np.concatenate([stream.push(c).releases for c in counts[:5]])
     np.testing.assert_array_equal(pushed, rel[0, :5])
 
 
@@ -328,7 +325,7 @@ def test_initial_publish_forces_only_the_first_timestamp_and_streams_the_same(ke
     np.testing.assert_array_equal(np.asarray(pub.releases), np.asarray(forced.releases))
     assert np.all(wevent.window_sums(pub.eps1, pub.eps2, 4) <= 1.0 + 1e-6)
     stream = wevent.WEventStream(key, d=6, method=method, w=4, epsilon=1.0, initial="publish", start=1)
-    outs = [stream.push(c)[0] for c in counts]
-    np.testing.assert_array_equal(np.stack(outs), np.asarray(pub.releases))
+    outs = [stream.push(c).releases for c in counts]
+    np.testing.assert_array_equal(np.concatenate(outs), np.asarray(pub.releases))
     if not bool(zero.published[0]):  # the default leaves the zero vector standing at timestamp 1
         np.testing.assert_array_equal(np.asarray(zero.releases[0]), np.zeros(6))
