@@ -261,7 +261,7 @@ def _run_one_kernel(config, prm, state, blocks, keys, eps):
         return _scan_call(config, prm, state, blocks, draws, eps)
 
 
-_run_jit_one_kernel = jax.jit(_run_one_kernel, static_argnums=(0,), compiler_options=cpu_loop._NO_LIBRARY_FUSIONS)
+run_jit_one_kernel = jax.jit(_run_one_kernel, static_argnums=(0,), compiler_options=cpu_loop._NO_LIBRARY_FUSIONS)
 
 
 def _pub_axes(pub: BlockInputs, lead: int):
@@ -323,7 +323,7 @@ def run(
     static = static_config(config)
     if keys.ndim == 2:
         return _run_many_jit(static, prm, state, blocks, keys, pub)
-    if run_program(static, blocks.shape[-2] * blocks.shape[-1]) is _run_jit_one_kernel:
+    if run_program(static, blocks.shape[-2] * blocks.shape[-1]) is run_jit_one_kernel:
         program = _one_kernel_program(static, prm, state, blocks, keys, pub)
         if program is not None:
             return program(prm, state, blocks, keys, pub)
@@ -341,7 +341,7 @@ _NOT_IN_ONE_KERNEL = (
 # (static config, argument types) → compiled one-kernel program, or None; the most recent
 # `_ONE_KERNEL_CACHE` programs are kept (each holds compiled code: an unbounded dict would outlive
 # `jax.clear_caches()`)
-_one_kernel_programs: collections.OrderedDict = collections.OrderedDict()
+one_kernel_programs: collections.OrderedDict = collections.OrderedDict()
 _ONE_KERNEL_CACHE = 32
 
 
@@ -361,24 +361,24 @@ def _one_kernel_program(static, prm, state, blocks, keys, pub):
     args = (prm, state, blocks, keys, pub)
     leaves, tree = jax.tree_util.tree_flatten(args)
     sig = (static, tree, tuple((tuple(a.shape), str(a.dtype), bool(getattr(a, "weak_type", False))) for a in leaves))
-    if sig in _one_kernel_programs:
-        _one_kernel_programs.move_to_end(sig)
-        return _one_kernel_programs[sig]
+    if sig in one_kernel_programs:
+        one_kernel_programs.move_to_end(sig)
+        return one_kernel_programs[sig]
     program = None
     if not one_kernel_screen(static, *args):
         try:
-            program = _run_jit_one_kernel.lower(static, *args).compile()
+            program = run_jit_one_kernel.lower(static, *args).compile()
         except (RuntimeError, ImportError) as err:  # an XLA/JAX that refuses the marked loop (XLA errors are RuntimeErrors)
             cpu_loop._refused(err)
-    _one_kernel_programs[sig] = program
-    while len(_one_kernel_programs) > _ONE_KERNEL_CACHE:
-        _one_kernel_programs.popitem(last=False)
+    one_kernel_programs[sig] = program
+    while len(one_kernel_programs) > _ONE_KERNEL_CACHE:
+        one_kernel_programs.popitem(last=False)
     return program
 
 
 def run_program(config: HVCConfig, block_entries: int):
     """The jitted single-stream loop for blocks of `block_entries` = n·d values (`jaxdp.hvc.cpu_loop`)."""
-    return _run_jit_one_kernel if one_kernel_loop(config, block_entries) else _run_jit
+    return run_jit_one_kernel if one_kernel_loop(config, block_entries) else _run_jit
 
 
 def one_kernel_loop(config: HVCConfig, block_entries: int) -> bool:

@@ -74,16 +74,16 @@ def _one_kernel_codec_loop(block_entries: int) -> bool:
     return _enabled and block_entries <= SMALL_BLOCK_ENTRIES and jax.default_backend() == "cpu"
 
 
-_warned = False
+refusal_warned = False  # whether `_refused` has warned in this process (a test resets it)
 
 
 def _refused(err: Exception) -> None:
     """XLA refused to compile one one-kernel loop: warn once per process. Only that program falls back to
     XLA's default loop (`jaxdp.hvc.codec`); the setting stays as the user left it."""
-    global _warned
-    if _warned:
+    global refusal_warned
+    if refusal_warned:
         return
-    _warned = True
+    refusal_warned = True
     warnings.warn(
         f"jaxdp: this JAX/XLA version could not compile the codec loop as one CPU kernel "
         f"({type(err).__name__}: {str(err)[:200]}); using XLA's default loop for it (same results, slower). "

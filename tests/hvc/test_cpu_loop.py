@@ -102,14 +102,14 @@ def test_refused_one_kernel_loop_warns_once_and_falls_back_for_that_program_only
         def compile(self):
             raise jax.errors.JaxRuntimeError("INVALID_ARGUMENT: No such compile option (simulated)")
 
-    monkeypatch.setattr(codec, "_run_jit_one_kernel", Refusing())
-    monkeypatch.setattr(codec, "_one_kernel_programs", collections.OrderedDict())
-    monkeypatch.setattr(cpu_loop, "_warned", False)
+    monkeypatch.setattr(codec, "run_jit_one_kernel", Refusing())
+    monkeypatch.setattr(codec, "one_kernel_programs", collections.OrderedDict())
+    monkeypatch.setattr(cpu_loop, "refusal_warned", False)
     with pytest.warns(RuntimeWarning, match="could not compile the codec loop as one CPU kernel"):
         got = jaxdp.anonymize(jax.random.key(5), data, cfg, epsilon=20.0, bounds=(np.zeros(13), HI))
     np.testing.assert_array_equal(got.records, expected.records)
     assert cpu_loop.cpu_loops_fused()  # no process-wide switch is flipped
-    assert list(codec._one_kernel_programs.values()) == [None]  # this program remembers the refusal
+    assert list(codec.one_kernel_programs.values()) == [None]  # this program remembers the refusal
     import warnings
 
     with warnings.catch_warnings():
