@@ -56,14 +56,13 @@ def _standard(key: jax.Array, shape: tuple, dtype) -> jax.Array:
     JAX lowers its Threefry with rolled rounds on CPU (≈ 3.5× slower per word here); `exact.threefry_bits`
     gives the same words, and the transform below is JAX's own (uniform on ``[−1 + epsneg, 1)`` from the
     mantissa bits, then ``sign(u)·log1p(−|u|)``), so a release does not depend on which path ran (tested
-    bit-identical). Elsewhere (GPU, other key implementations, float16) JAX's sampler is called directly.
+    bit-identical; other key implementations get their own words from `jax.random.bits`, so the same draws as
+    JAX too). Elsewhere (GPU, float16) JAX's sampler is called directly.
     """
     dtype = np.dtype(jax.dtypes.canonicalize_dtype(dtype))
-    bits = None
-    if jax.default_backend() == "cpu" and dtype in (np.dtype(np.float32), np.dtype(np.float64)):
-        bits = exact.threefry_bits(key, shape, dtype.itemsize * 8)
-    if bits is None:
+    if jax.default_backend() != "cpu" or dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
         return jax.random.laplace(key, shape, dtype)
+    bits = exact.threefry_bits(key, shape, dtype.itemsize * 8)
     info = np.finfo(dtype)
     one = np.array(1.0, dtype)
     float_bits = (bits >> (info.bits - info.nmant)) | jnp.asarray(one.view(bits.dtype), bits.dtype)

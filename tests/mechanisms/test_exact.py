@@ -74,7 +74,8 @@ def test_threefry_bits_are_jax_random_bits(key, shape, dtype):
     keys = jax.random.split(key, 3)  # vmapped over keys, under jit
     got = jax.jit(jax.vmap(lambda k: exact.threefry_bits(k, shape, width)))(keys)
     np.testing.assert_array_equal(got, jax.vmap(lambda k: jax.random.bits(k, shape, udt))(keys))
-    assert exact.threefry_bits(jax.random.key(3, impl="rbg"), shape) is None  # another implementation: caller falls back
+    rbg = jax.random.key(3, impl="rbg")  # another implementation: its own words, from jax.random.bits
+    np.testing.assert_array_equal(exact.threefry_bits(rbg, shape), jax.random.bits(rbg, shape, jnp.uint32))
 
 
 @pytest.mark.parametrize("scale", [1.0, 100.0, 1.2e7] + [pytest.param(s, marks=pytest.mark.slow) for s in (1.5, 3.7, 4321.5, 1.0e6)])
