@@ -324,7 +324,7 @@ def _run_padded(config, prm, state, blocks, key, start: int, pub, dtype, pad: bo
         energy = np.concatenate([energy, np.broadcast_to(energy[..., -1:], (*energy.shape[:-1], extra))], axis=-1)
     keys = _block_keys(key, start, count, length)
     pub = codec.BlockInputs(jnp.asarray(eps, dtype), jnp.asarray(base, dtype), jnp.asarray(energy, dtype))
-    end_state, (released, info) = codec.run(config, prm, state, _host.device_array(blocks, dtype), keys, pub)
+    end_state, (released, info) = codec.run(config, prm, state, _host.device_array(blocks, dtype, overflow="inf"), keys, pub)
     released = np.asarray(released)[..., :count, :, :]
     info = jax.tree_util.tree_map(lambda a: np.asarray(a)[:, :count] if keys.ndim == 2 else np.asarray(a)[:count], info)
     if extra and keys.ndim == 1:
@@ -672,7 +672,7 @@ def _anonymize_planned(key, records, config, epsilon, ids, lo, hi, private, limi
 def anonymize_streams(keys: jax.Array, streams, config: HVCConfig, *, epsilon: float, bounds, shard: bool = True) -> Result:
     """Anonymize S independent streams of equal length as one program, sharded across devices.
 
-    Each stream s is processed exactly as ``anonymize(keys[s], streams[s], config, epsilon=epsilon)`` would (same block
+    Each stream s is processed exactly as ``anonymize(keys[s], streams[s], config, epsilon=…, bounds=…)`` would (same block
     keys, same frames), but all streams run in one vmapped `lax.scan`. With ``shard=True`` the
     stream axis is split over every visible device with a `jax.sharding.Mesh` (streams are padded
     to a multiple of the device count; the padding is dropped). On several hosts, start JAX's own

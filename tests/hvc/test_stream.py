@@ -618,9 +618,9 @@ def test_nan_and_inf_inputs_are_coded_as_the_codec_codes_them(key):
     cfg = jaxdp.HVCConfig(8, 2, records_per_subject=1)
     x = CENSUS[:64].astype(np.float64)
     bad = x.copy()
-    bad[3, 2], bad[5, 1] = np.nan, np.inf
+    bad[3, 2], bad[5, 1], bad[6, 0] = np.nan, np.inf, -1e300  # -1e300: beyond float32, still just out of domain
     fixed = x.copy()
-    fixed[3, 2], fixed[5, 1] = 0.5 * bounds[1][2], bounds[1][1]
+    fixed[3, 2], fixed[5, 1], fixed[6, 0] = 0.5 * bounds[1][2], bounds[1][1], 0.0
     a, b = jaxdp.anonymize(key, bad, cfg, epsilon=1.0, bounds=bounds), jaxdp.anonymize(key, fixed, cfg, epsilon=1.0, bounds=bounds)
     assert np.all(np.isfinite(a.records))
     np.testing.assert_array_equal(a.records, b.records)
