@@ -326,7 +326,8 @@ class WEventStream:
     def push(self, counts) -> WEventResult:
         """Release timestamp i's counts ``[d]``; returns a `WEventResult` of this one timestamp (``releases [1, d]``
         and the ledger entries ``[1]``): the results of all pushes, concatenated, are `run`'s."""
-        c = check_counts(np.asarray(counts, np.float64).reshape(1, -1))[0]
+        with mechanisms.precision(self.noise):  # checked and cast as `run` does (1e300 into float32 is refused)
+            c = check_counts(np.asarray(counts, np.float64).reshape(1, -1), dtype=self.dtype)[0]
         if c.shape[0] != self.d:
             raise ValueError(f"expected {self.d} counts, got {c.shape[0]}.")
         if self.i >= 2**32:
@@ -336,7 +337,7 @@ class WEventStream:
         key = jax.random.fold_in(self.key, jnp.asarray(self.i - 1, jnp.uint32))
         with mechanisms.precision(self.noise):
             self.state, (o, e1, e2, pub, nul) = _push(
-                self.state, jnp.asarray(c, self.dtype), key, self.eps, jnp.asarray(force, jnp.int32),
+                self.state, c, key, self.eps, jnp.asarray(force, jnp.int32),
                 method=self.method, w=self.w, d=self.d,
                 shift=self.shift, noise=mechanisms.kernel_noise(self.noise),
             )  # fmt: skip

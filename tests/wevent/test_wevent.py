@@ -125,6 +125,8 @@ def test_bad_counts_found_in_the_one_pass_cast(key, rows, value, match):
     counts[-1, -1] = value
     with pytest.raises(ValueError, match=match):
         wevent.run(key, counts, method="bd", w=2, epsilon=1.0)
+    with pytest.raises(ValueError, match=match):  # the streaming front end refuses the same row
+        wevent.WEventStream(key, d=500, method="bd", w=2, epsilon=1.0).push(counts[-1])
 
 
 def test_the_one_pass_cast_keeps_the_values(key):
