@@ -115,11 +115,12 @@ def threefry2x32(k0, k1, x0, x1):
 
 def uniform_words(key: jax.Array, shape) -> jax.Array:
     """Independent uniform uint32 words of `shape` from a typed key (traceable core): Threefry-2x32 of the
-    key's data on counters 0, 1, … (two words per counter). Keys of another implementation fall back to
-    `jax.random.bits`."""
+    key's data on counters 0, 1, … (two words per counter). Half the cipher calls of `threefry_bits`, whose
+    layout (one word per call) reproduces `jax.random.bits`; the exact samplers need independent words, not
+    JAX's. Keys of another implementation (or 2³³ words or more) fall back to `jax.random.bits`."""
     data = jax.random.key_data(key)
     n = int(np.prod(shape)) if shape else 1
-    if data.shape != (2,) or n == 0:
+    if data.shape != (2,) or n == 0 or n >= 2**33:
         return jax.random.bits(key, shape, jnp.uint32)
     half = -(-n // 2)
     c = jnp.arange(half, dtype=jnp.uint32)
