@@ -10,7 +10,13 @@ a fixed k = 32 coordinates. Speed: EFPA and P-HP at 65,536 bins, compile and run
 (`block_until_ready`), against plain NumPy implementations of the same algorithms (P-HP: the paper's FIFO
 queue as a host loop, every bisection of a partition scored with one vectorized O(|C|²) pass).
 
+First-call latency (``--first-call``): each method's `publish` at 4,096 bins in a fresh Python process with no
+persistent compilation cache (first call = trace + compile + run; then a second call with another key),
+interleaved with the same measurement on another checkout (``--against DIR``: a worktree of an earlier
+commit) so that the machine's noise hits both alike.
+
 Usage: python benchmarks/bench_histograms.py [--reps 100] [--speed-bins 65536]
+       python benchmarks/bench_histograms.py --first-call [--rounds 3] [--against DIR]
 """
 
 from __future__ import annotations
@@ -250,16 +256,67 @@ def speed(bins):
     print(f"\nP-HP, 10 repetitions vmapped at {bins:,} bins: {t:.2f} s ({t / 10:.3f} s per histogram)")
 
 
+_FIRST_CALL = '''
+import time, sys
+t0 = time.perf_counter()
+import jax, numpy as np
+from jaxdp import histogram as H
+t1 = time.perf_counter()
+h = H.synthetic_histogram(5, n=4096, kind="sparse", total=1_000_000)
+kw = {"k": 32} if sys.argv[1] == "fpa" else {}
+t2 = time.perf_counter()
+jax.block_until_ready(H.publish(jax.random.key(1), h, method=sys.argv[1], epsilon=0.1, **kw).counts)
+t3 = time.perf_counter()
+jax.block_until_ready(H.publish(jax.random.key(2), h, method=sys.argv[1], epsilon=0.1, **kw).counts)
+print(t1 - t0, t3 - t2, time.perf_counter() - t3)
+'''
+
+
+def first_call(rounds, against):
+    """First-call latency of every method in fresh processes (no compilation cache), optionally A/B."""
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    trees = [("this checkout", here)] + ([("against", os.path.abspath(against))] if against else [])
+    methods = ("lpa", "fpa", "spa", "efpa", "php")
+    got = {(t, m): [] for t, _ in trees for m in methods}
+    for _ in range(rounds):
+        for m in methods:
+            for name, root in trees:
+                env = dict(os.environ, PYTHONPATH=root, JAX_ENABLE_COMPILATION_CACHE="false")
+                env.pop("JAX_COMPILATION_CACHE_DIR", None)
+                out = subprocess.run([sys.executable, "-c", _FIRST_CALL, m], env=env, cwd=root, check=True,
+                                     capture_output=True, text=True).stdout.split()
+                got[(name, m)].append([float(v) for v in out])
+    print(f"\nfirst call at 4,096 bins (synthetic sparse, ε = 0.1), fresh process, no compilation cache; "
+          f"{rounds} rounds interleaved; s, min–max over rounds\n")
+    print("| method | checkout | import s | first call s | second call s |")
+    print("|---|---|---|---|---|")
+    for m in methods:
+        for name, root in trees:
+            v = np.asarray(got[(name, m)])
+            cells = " | ".join(f"{v[:, i].min():.2f}–{v[:, i].max():.2f}" for i in range(2))
+            label = name if name == "this checkout" else os.path.basename(root)
+            print(f"| {m} | {label} | {cells} | {v[:, 2].min():.3f}–{v[:, 2].max():.3f} |", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--speed-bins", type=int, default=65536)
     parser.add_argument("--skip-utility", action="store_true")
     parser.add_argument("--strategies-only", action="store_true")
+    parser.add_argument("--first-call", action="store_true", help="only the first-call latency table")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--against", default=None, help="another checkout to measure side by side")
     args = parser.parse_args()
     print(f"machine: {platform.machine()} | {os.cpu_count()} CPUs | JAX {jax.__version__} | {args.reps} repetitions")
     if args.strategies_only:
         queue_strategies()
+        return
+    if args.first_call:
+        first_call(args.rounds, args.against)
         return
     if not args.skip_utility:
         utility(args.reps)

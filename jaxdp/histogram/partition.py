@@ -101,16 +101,6 @@ def php_depth(n: int) -> int:
     return max(1, math.ceil(math.log2(n))) if n > 1 else 1
 
 
-def _segments(cut):
-    """Per bin: start and end of its segment, from the boolean cut array (cut[i]: a segment starts at i)."""
-    n = cut.shape[0]
-    idx = jnp.arange(n)
-    start = jax.lax.cummax(jnp.where(cut, idx, 0))
-    nxt = jnp.concatenate([cut[1:], jnp.ones((1,), bool)])
-    end = jax.lax.cummin(jnp.where(nxt, idx + 1, n), reverse=True)
-    return start, end
-
-
 def release_histogram(key: jax.Array, hist, cuts, *, epsilon: float, noise: str = "float") -> HistogramResult:
     """ReleaseHistogram (the paper's Algorithm 3): each segment's mean plus ``Lap(1/ε)/|C|``, repeated
     over the segment. The segments (a public or privately chosen configuration) start at 0 and at
@@ -191,9 +181,10 @@ def php_core(key, h, eps, *, noise="float"):
     keys = jax.random.split(key, depth + 2)
 
     def level_step(carry, xs):
-        cut, active = carry  # active: per bin, its segment is a non-leaf partition of this level
+        # per bin: the segment it lies in ([start, end), carried: a bisection at c splits it into [start, c)
+        # and [c, end) elementwise) and whether that segment is a non-leaf partition of this level
+        cut, start, end, active = carry
         level, k = xs
-        start, end = _segments(cut)
         q = abs_deviation(tree, jnp.concatenate([start, start, idx]), jnp.concatenate([end, idx, end]))
         whole = q[:n] + lam
         split = q[n : 2 * n] + q[2 * n :] + 2 * lam
@@ -202,23 +193,24 @@ def php_core(key, h, eps, *, noise="float"):
         winner = mechanisms.exponential_segments(
             k, -err, start, active, epsilon=eps / (4.0 * depth), sensitivity=2.0, noise=noise
         )
-        chosen = active & (idx == winner[start])  # one chosen candidate per active segment
-        new_cut = chosen & (idx != start)
+        w = winner[start]  # the bin's segment's choice: its start (no split), a cut, or n (not active)
+        new_cut = active & (idx == w) & (idx != start)
         is_start = active & (idx == start)
         delta = jnp.where(is_start, err[jnp.minimum(winner, n - 1)] - whole, 0.0)
         owner = jnp.where(new_cut, start, n)
         # children are leaves if singletons or at the depth limit; a partition that did not split is a leaf
-        split_seg = jax.ops.segment_max(new_cut.astype(jnp.int32), start, num_segments=n)[start] > 0
-        cut = cut | new_cut
-        s2, e2 = _segments(cut)
-        active = active & split_seg & ((e2 - s2) > 1) & (level + 1 < depth)
-        return (cut, active), (is_start, delta, new_cut, owner)
+        split_seg = active & (w != start) & (w < n)
+        start = jnp.where(split_seg & (idx >= w), w, start)
+        end = jnp.where(split_seg & (idx < w), w, end)
+        active = split_seg & ((end - start) > 1) & (level + 1 < depth)
+        return (cut | new_cut, start, end, active), (is_start, delta, new_cut, owner)
 
     cut0 = jnp.zeros(n, bool).at[0].set(True)
     active0 = jnp.full(n, n > 1)
-    _, (processed, delta, made, owner) = jax.lax.scan(level_step, (cut0, active0), (jnp.arange(depth), keys[:depth]))
+    carry0 = (cut0, jnp.zeros(n, idx.dtype), jnp.full(n, n, idx.dtype), active0)
+    _, (processed, delta, made, owner) = jax.lax.scan(level_step, carry0, (jnp.arange(depth), keys[:depth]))
     # saved configurations in queue order (row-major over [level, start]) and their errors
-    err0 = abs_deviation(tree, jnp.zeros((1,), jnp.int32), jnp.full((1,), n, jnp.int32))[0] + lam
+    err0 = jnp.sum(jnp.abs(h - jnp.mean(h))) + lam  # RE of the whole histogram (no second tree query to compile)
     errs = err0 + jnp.cumsum(delta.reshape(-1))
     cand = jnp.concatenate([jnp.stack([err0]), errs])
     ok = jnp.concatenate([jnp.ones((1,), bool), processed.reshape(-1)])

@@ -41,6 +41,7 @@ from jaxdp.mechanisms.laplace import (
     laplace_mechanism,
     laplace_noise,
     laplace_scale,
+    standard_gumbel,
     standard_laplace,
 )
 from jaxdp.mechanisms.noise import (
@@ -51,4 +52,4 @@ from jaxdp.mechanisms.noise import (
     precision,
 )
 
-__all__ = ['NOISES', 'add_laplace', 'add_standard_laplace', 'check_grid_ratio', 'check_noise', 'exact', 'exponential', 'exponential_drawn', 'exponential_exact', 'exponential_mechanism', 'exponential_probabilities', 'exponential_segments', 'exponential_uniforms', 'grid_laplace', 'grid_spacing', 'kernel_noise', 'l2_norm_noise', 'laplace', 'laplace_mechanism', 'laplace_noise', 'laplace_scale', 'precision', 'standard_laplace']
+__all__ = ['NOISES', 'add_laplace', 'add_standard_laplace', 'check_grid_ratio', 'check_noise', 'exact', 'exponential', 'exponential_drawn', 'exponential_exact', 'exponential_mechanism', 'exponential_probabilities', 'exponential_segments', 'exponential_uniforms', 'grid_laplace', 'grid_spacing', 'kernel_noise', 'l2_norm_noise', 'laplace', 'laplace_mechanism', 'laplace_noise', 'laplace_scale', 'precision', 'standard_gumbel', 'standard_laplace']

@@ -10,6 +10,7 @@ from jaxtyping import Array, Float, Int
 
 from jaxdp import _validate
 from jaxdp.mechanisms import exact
+from jaxdp.mechanisms.laplace import standard_gumbel
 from jaxdp.mechanisms.noise import kernel_noise
 from jaxdp.transforms import cumsum
 
@@ -91,7 +92,8 @@ def _logits(scores: jax.Array, factor: jax.Array) -> jax.Array:
 
 def _exponential(key: jax.Array, scores: jax.Array, factor: jax.Array) -> jax.Array:
     """Traceable core: sample an index ∝ exp(factor · score) along the last axis (Gumbel-max)."""
-    return jax.random.categorical(key, _logits(scores, factor), axis=-1)
+    logits = _logits(scores, factor)  # jax.random.categorical's Gumbel-max, with the same Gumbel draws
+    return jnp.argmax(standard_gumbel(key, logits.shape, logits.dtype) + logits, axis=-1)
 
 
 def _last_positive(w: jax.Array) -> jax.Array:
@@ -199,7 +201,7 @@ def exponential(
 ) -> Int[Array, "*batch"]:
     """The exponential mechanism: pick index i with probability ∝ ``exp(ε·score_i / (2Δ))``.
 
-    Sampling uses the Gumbel-max trick (`jax.random.categorical`) on the logits
+    Sampling uses the Gumbel-max trick (the draws of `jax.random.categorical`) on the logits
     ``ε·score/(2Δ)``, so it never exponentiates a score: scores of magnitude 1e15 (or -inf for
     excluded candidates) are handled exactly as the softmax they define. Leading axes are
     independent draws.
@@ -243,7 +245,7 @@ def exponential_probabilities(
 def exponential_mechanism(key: jax.Array, scores, *, epsilon, sensitivity, noise: str = "float") -> jax.Array:
     """One draw of the exponential mechanism over ``scores [k]`` (higher is better), ∝ ``exp(ε·s/(2Δ))``.
 
-    Traceable core: float noise uses Gumbel-max (`jax.random.categorical`; float caveat: a
+    Traceable core: float noise uses Gumbel-max (as `jax.random.categorical`; float caveat: a
     candidate's probability is resolved to the float resolution of its Gumbel variate), ``"grid"``
     the exact sampler on integer scores (`exponential_exact`). −inf / NaN scores are never drawn.
     Returns a scalar of the default int dtype.
@@ -269,7 +271,7 @@ def exponential_segments(key: jax.Array, scores, segment, active, *, epsilon, se
     n = scores.shape[0]
     if kernel_noise(noise) != "grid":
         factor = jnp.asarray(epsilon, scores.dtype) / (2.0 * jnp.asarray(sensitivity, scores.dtype))
-        v = jnp.where(active, factor * scores + jax.random.gumbel(key, (n,), scores.dtype), -jnp.inf)
+        v = jnp.where(active, factor * scores + standard_gumbel(key, (n,), scores.dtype), -jnp.inf)
         best = jax.ops.segment_max(v, segment, num_segments=n)
         idx = jnp.arange(n)
         return jax.ops.segment_min(jnp.where(active & (v == best[segment]), idx, n), segment, num_segments=n)

@@ -13,7 +13,7 @@ from jaxdp import _validate
 from jaxdp.mechanisms import exact
 from jaxdp.mechanisms.noise import kernel_noise
 
-__all__ = ['laplace_scale', 'laplace_noise', 'standard_laplace', 'add_standard_laplace', 'add_laplace', 'laplace', 'grid_spacing', 'grid_laplace', 'l2_norm_noise', 'laplace_mechanism', 'grid_laplace_core']
+__all__ = ['laplace_scale', 'laplace_noise', 'standard_laplace', 'standard_gumbel', 'add_standard_laplace', 'add_laplace', 'laplace', 'grid_spacing', 'grid_laplace', 'l2_norm_noise', 'laplace_mechanism', 'grid_laplace_core']
 
 
 # Scales are computed in floating point; rounding could make ``Δ/b`` exceed ε by an ulp or two. Every
@@ -59,17 +59,41 @@ def _standard(key: jax.Array, shape: tuple, dtype) -> jax.Array:
     bit-identical; other key implementations get their own words from `jax.random.bits`, so the same draws as
     JAX too). Elsewhere (GPU, float16) JAX's sampler is called directly.
     """
-    dtype = np.dtype(jax.dtypes.canonicalize_dtype(dtype))
-    if jax.default_backend() != "cpu" or dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+    if not _unrolled(dtype):
         return jax.random.laplace(key, shape, dtype)
+    info = np.finfo(np.dtype(jax.dtypes.canonicalize_dtype(dtype)))
+    u = _uniform(key, shape, dtype, -1.0 + info.epsneg, 1.0)
+    return jnp.sign(u) * jnp.log1p(-jnp.abs(u))
+
+
+def standard_gumbel(key: jax.Array, shape, dtype=None) -> jax.Array:
+    """``jax.random.gumbel(key, shape, dtype)``, bit for bit, with the words from the unrolled Threefry on CPU
+    (as `standard_laplace`; the Gumbel-max exponential mechanism draws its noise here). Traceable."""
+    dtype = _validate.float_dtype() if dtype is None else np.dtype(dtype)
+    shape = tuple(shape)
+    if not _unrolled(dtype) or jax.config.jax_high_dynamic_range_gumbel:
+        return jax.random.gumbel(key, shape, dtype)
+    tiny = float(np.finfo(np.dtype(jax.dtypes.canonicalize_dtype(dtype))).tiny)
+    return -jnp.log(-jnp.log(_uniform(key, shape, dtype, tiny, 1.0)))
+
+
+def _unrolled(dtype) -> bool:
+    """Whether the unrolled-Threefry path applies: on CPU, for float32/float64 (elsewhere JAX's own sampler)."""
+    dtype = np.dtype(jax.dtypes.canonicalize_dtype(dtype))
+    return jax.default_backend() == "cpu" and dtype in (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _uniform(key, shape, dtype, lo, hi):
+    """``jax.random.uniform(key, shape, dtype, lo, hi)``, bit for bit: JAX's mantissa transform on the words of
+    `exact.threefry_bits` (the same words as `jax.random.bits`)."""
+    dtype = np.dtype(jax.dtypes.canonicalize_dtype(dtype))
     bits = exact.threefry_bits(key, shape, dtype.itemsize * 8)
     info = np.finfo(dtype)
     one = np.array(1.0, dtype)
     float_bits = (bits >> (info.bits - info.nmant)) | jnp.asarray(one.view(bits.dtype), bits.dtype)
     floats = jax.lax.bitcast_convert_type(float_bits, dtype) - jnp.asarray(one, dtype)
-    lo, hi = jnp.asarray(-1.0 + info.epsneg, dtype), jnp.asarray(1.0, dtype)
-    u = jnp.maximum(lo, floats * (hi - lo) + lo)
-    return jnp.sign(u) * jnp.log1p(-jnp.abs(u))
+    lo, hi = jnp.asarray(lo, dtype), jnp.asarray(hi, dtype)
+    return jnp.maximum(lo, floats * (hi - lo) + lo)
 
 
 def add_standard_laplace(z, x, *, epsilon, sensitivity) -> jax.Array:
@@ -190,12 +214,26 @@ def l2_norm_noise(key: jax.Array, shape, *, dim, epsilon, sensitivity=1.0, dtype
     Sampled as ``√g·N(0, I)`` with ``g ~ Gamma((dim + 1)/2, rate (ε/Δ₂)²/2)`` (a Gaussian scale mixture);
     ε-DP for a query of L2 sensitivity Δ₂ = `sensitivity` (Hardt & Talwar 2010). Only ``shape[-1] ≥ dim``
     coordinates are drawn; the caller keeps the first `dim`. Traceable; float sampler only.
+
+    The shape (dim + 1)/2 is a whole or half integer, so g is drawn exactly in distribution as a sum of
+    ⌊(dim + 1)/2⌋ standard exponentials (a prefix sum of ⌊shape[-1]/2⌋ + 1 of them, indexed by dim) plus,
+    for even dim, Z²/2 with Z ~ N(0, 1) — a few vector ops, where `jax.random.gamma`'s rejection loop
+    took ≈ 0.8 s to compile on the 2-core CPU (most of SPA's first call).
     """
     dtype = _validate.float_dtype() if dtype is None else np.dtype(dtype)
-    k_gam, k_norm = jax.random.split(key)
+    shape = tuple(shape)
+    k_exp, k_half, k_norm = jax.random.split(key, 3)
     eps = jnp.asarray(epsilon, dtype) / jnp.asarray(sensitivity, dtype)
-    g = jax.random.gamma(k_gam, (jnp.asarray(dim).astype(dtype) + 1) / 2, dtype=dtype) * (2.0 / (eps * eps))
-    return jnp.sqrt(g) * jax.random.normal(k_norm, tuple(shape), dtype)
+    m = shape[-1] // 2 + 1
+    if _unrolled(dtype):  # standard exponentials (JAX's transform, words from the unrolled Threefry)
+        e = -jnp.log1p(-_uniform(k_exp, (m,), dtype, 0.0, 1.0))
+    else:
+        e = jax.random.exponential(k_exp, (m,), dtype)
+    sums = jnp.concatenate([jnp.zeros((1,), dtype), jnp.cumsum(e)])
+    dim = jnp.asarray(dim)
+    z0 = jax.random.normal(k_half, (), dtype)
+    g = sums[jnp.clip((dim + 1) // 2, 0, m)] + jnp.where(dim % 2 == 0, 0.5 * z0 * z0, 0.0)
+    return jnp.sqrt(g * (2.0 / (eps * eps))) * jax.random.normal(k_norm, shape, dtype)
 
 
 def laplace_mechanism(key: jax.Array, x, *, epsilon, sensitivity, noise: str = "float") -> jax.Array:

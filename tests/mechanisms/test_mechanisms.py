@@ -41,6 +41,20 @@ def test_laplace_draws_are_jax_random_laplace_bit_for_bit(key, dtype, shape):
     np.testing.assert_array_equal(mechanisms.standard_laplace(rbg, shape, dtype), jax.random.laplace(rbg, shape, dtype))
 
 
+@pytest.mark.parametrize("shape", [(7,), (3, 5), (4097,)])
+def test_gumbel_and_gumbel_max_draws_are_jaxs_bit_for_bit(key, dtype, shape):
+    """The Gumbel-max exponential mechanism draws its Gumbel noise from the unrolled Threefry on CPU (fewer
+    rolled loops to compile); the draws are jax.random.gumbel's and its choices jax.random.categorical's
+    (compiled programs compared: eagerly, op-by-op log may differ from the fused one by an ulp)."""
+    got = jax.jit(lambda k: mechanisms.standard_gumbel(k, shape, dtype))(key)
+    np.testing.assert_array_equal(got, jax.jit(lambda k: jax.random.gumbel(k, shape, dtype))(key))
+    scores = jnp.asarray(np.random.default_rng(0).normal(0, 3, shape), dtype)
+    keys = jax.random.split(key, 64)
+    pick = jax.jit(jax.vmap(lambda k: mechanisms.exponential(k, scores, epsilon=2.0, sensitivity=1.0)))(keys)
+    want = jax.jit(jax.vmap(lambda k: jax.random.categorical(k, scores, axis=-1)))(keys)
+    np.testing.assert_array_equal(pick, want)
+
+
 def test_laplace_broadcasts_array_scales(key):
     scales = jnp.asarray([1.0, 10.0, 100.0])
     z = np.asarray(mechanisms.laplace(key, scales, (20_000, 3)))
@@ -167,3 +181,20 @@ def test_gemm_prefix_sums_equal_numpy(size, x64):
     np.testing.assert_allclose(
         cumsum.cumsum(jnp.asarray(x), reverse=True), np.cumsum(x[:, ::-1], -1)[:, ::-1], rtol=1e-12, atol=1e-12
     )
+
+
+@pytest.mark.parametrize("dim", [1, 2, 7, 10])
+def test_l2_norm_noise_norm_is_gamma_dim_and_direction_uniform(key, dtype, dim):
+    """K-norm noise for L2: density ∝ exp(−ε‖z‖/Δ) in `dim` dimensions ⇔ ‖z‖ ~ Gamma(dim, scale Δ/ε) and z/‖z‖
+    uniform on the sphere (odd and even dim: the Gamma((dim+1)/2) mixing variable is a sum of exponentials,
+    plus Z²/2 for even dim). KS at ALPHA; a dimension off by one is rejected by the same test."""
+    eps, sens, width = 0.7, 2.0, 12
+    z = jax.jit(jax.vmap(lambda k: mechanisms.l2_norm_noise(k, (width,), dim=dim, epsilon=eps, sensitivity=sens,
+                                                            dtype=dtype)))(jax.random.split(key, 20_000))
+    z = np.asarray(z, np.float64)[:, :dim]
+    r = np.linalg.norm(z, axis=1)
+    assert scipy.stats.kstest(r, scipy.stats.gamma(dim, scale=sens / eps).cdf).pvalue > ALPHA
+    assert scipy.stats.kstest(r, scipy.stats.gamma(dim + 1, scale=sens / eps).cdf).pvalue < ALPHA
+    if dim > 1:  # the first coordinate of a uniform direction: (u + 1)/2 ~ Beta((dim−1)/2, (dim−1)/2)
+        u = (z[:, 0] / r + 1) / 2
+        assert scipy.stats.kstest(u, scipy.stats.beta((dim - 1) / 2, (dim - 1) / 2).cdf).pvalue > ALPHA
