@@ -8,7 +8,7 @@ from nbclient import NotebookClient
 NOTEBOOK = pathlib.Path(__file__).resolve().parents[2] / "notebooks" / "quickstart.ipynb"
 
 
-def test_quickstart_notebook_runs_without_errors(tmp_path):
+def test_quickstart_notebook_runs_without_errors(tmp_path, lean_worker):
     nb = nbformat.read(NOTEBOOK, as_version=4)
     client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
     client.execute()

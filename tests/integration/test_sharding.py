@@ -31,7 +31,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def test_sharded_over_8_cpu_devices_equals_unsharded_and_single_runs(tmp_path):
+def test_sharded_over_8_cpu_devices_equals_unsharded_and_single_runs(tmp_path, lean_worker):
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
     a, b = tmp_path / "many.npy", tmp_path / "single.npy"
     out = subprocess.run([sys.executable, "-c", SCRIPT, str(a), str(b)], env=env, capture_output=True, text=True)
