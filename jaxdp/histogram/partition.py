@@ -183,7 +183,7 @@ def php_core(key, h, eps, *, noise="float"):
     def level_step(carry, xs):
         # per bin: the segment it lies in ([start, end), carried: a bisection at c splits it into [start, c)
         # and [c, end) elementwise) and whether that segment is a non-leaf partition of this level
-        cut, start, end, active = carry
+        start, end, active = carry
         level, k = xs
         q = abs_deviation(tree, jnp.concatenate([start, start, idx]), jnp.concatenate([end, idx, end]))
         whole = q[:n] + lam
@@ -203,11 +203,11 @@ def php_core(key, h, eps, *, noise="float"):
         start = jnp.where(split_seg & (idx >= w), w, start)
         end = jnp.where(split_seg & (idx < w), w, end)
         active = split_seg & ((end - start) > 1) & (level + 1 < depth)
-        return (cut | new_cut, start, end, active), (is_start, delta, new_cut, owner)
+        return (start, end, active), (is_start, delta, new_cut, owner)
 
     cut0 = jnp.zeros(n, bool).at[0].set(True)
     active0 = jnp.full(n, n > 1)
-    carry0 = (cut0, jnp.zeros(n, idx.dtype), jnp.full(n, n, idx.dtype), active0)
+    carry0 = (jnp.zeros(n, idx.dtype), jnp.full(n, n, idx.dtype), active0)
     _, (processed, delta, made, owner) = jax.lax.scan(level_step, carry0, (jnp.arange(depth), keys[:depth]))
     # saved configurations in queue order (row-major over [level, start]) and their errors
     err0 = jnp.sum(jnp.abs(h - jnp.mean(h))) + lam  # RE of the whole histogram (no second tree query to compile)
