@@ -10,10 +10,11 @@ a fixed k = 32 coordinates. Speed: EFPA and P-HP at 65,536 bins, compile and run
 (`block_until_ready`), against plain NumPy implementations of the same algorithms (P-HP: the paper's FIFO
 queue as a host loop, every bisection of a partition scored with one vectorized O(|C|²) pass).
 
-First-call latency (``--first-call``): each method's `publish` at 4,096 bins in a fresh Python process with no
-persistent compilation cache (first call = trace + compile + run; then a second call with another key),
-interleaved with the same measurement on another checkout (``--against DIR``: a worktree of an earlier
-commit) so that the machine's noise hits both alike.
+First-call latency (``--first-call``): each method's `publish` at 4,096 bins in a fresh Python process with
+JAX's persistent compilation cache off (first call = trace + compile or load + run; then a second call with
+another key), with jaxdp's program cache (`jaxdp.programs`) off, empty (the first run on a machine) and warm
+(any later process), interleaved with the same measurement on another checkout (``--against DIR``: a
+worktree of an earlier commit, cache off) so that the machine's noise hits all alike.
 
 Usage: python benchmarks/bench_histograms.py [--reps 100] [--speed-bins 65536]
        python benchmarks/bench_histograms.py --first-call [--rounds 3] [--against DIR]
@@ -273,32 +274,39 @@ print(t1 - t0, t3 - t2, time.perf_counter() - t3)
 
 
 def first_call(rounds, against):
-    """First-call latency of every method in fresh processes (no compilation cache), optionally A/B."""
+    """First-call latency of every method in fresh processes, with jaxdp's program cache off, empty (the
+    first run on a machine: compile and store) and warm (every later process); optionally A/B (cache off)."""
     import subprocess
     import sys
+    import tempfile
 
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     trees = [("this checkout", here)] + ([("against", os.path.abspath(against))] if against else [])
     methods = ("lpa", "fpa", "spa", "efpa", "php")
-    got = {(t, m): [] for t, _ in trees for m in methods}
+    cases = [(name, root, "off") for name, root in trees] + [("this checkout", here, "empty"), ("this checkout", here, "warm")]
+    got = {(c, m): [] for c in cases for m in methods}
     for _ in range(rounds):
         for m in methods:
-            for name, root in trees:
-                env = dict(os.environ, PYTHONPATH=root, JAX_ENABLE_COMPILATION_CACHE="false")
-                env.pop("JAX_COMPILATION_CACHE_DIR", None)
-                out = subprocess.run([sys.executable, "-c", _FIRST_CALL, m], env=env, cwd=root, check=True,
-                                     capture_output=True, text=True).stdout.split()
-                got[(name, m)].append([float(v) for v in out])
-    print(f"\nfirst call at 4,096 bins (synthetic sparse, ε = 0.1), fresh process, no compilation cache; "
-          f"{rounds} rounds interleaved; s, min–max over rounds\n")
-    print("| method | checkout | import s | first call s | second call s |")
-    print("|---|---|---|---|---|")
+            with tempfile.TemporaryDirectory() as folder:
+                for case in cases:
+                    name, root, state = case
+                    env = dict(os.environ, PYTHONPATH=root, JAX_ENABLE_COMPILATION_CACHE="false",
+                               JAXDP_PROGRAM_CACHE="off" if state == "off" else folder)  # fmt: skip
+                    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+                    out = subprocess.run([sys.executable, "-c", _FIRST_CALL, m], env=env, cwd=root, check=True,
+                                         capture_output=True, text=True).stdout.split()
+                    got[(case, m)].append([float(v) for v in out])
+    print(f"\nfirst call at 4,096 bins (synthetic sparse, ε = 0.1), fresh process, JAX's persistent cache off; "
+          f"jaxdp's program cache off / empty / warm; {rounds} rounds interleaved; s, min–max over rounds\n")
+    print("| method | checkout | program cache | import s | first call s | second call s |")
+    print("|---|---|---|---|---|---|")
     for m in methods:
-        for name, root in trees:
-            v = np.asarray(got[(name, m)])
+        for case in cases:
+            name, root, state = case
+            v = np.asarray(got[(case, m)])
             cells = " | ".join(f"{v[:, i].min():.2f}–{v[:, i].max():.2f}" for i in range(2))
             label = name if name == "this checkout" else os.path.basename(root)
-            print(f"| {m} | {label} | {cells} | {v[:, 2].min():.3f}–{v[:, 2].max():.3f} |", flush=True)
+            print(f"| {m} | {label} | {state} | {cells} | {v[:, 2].min():.3f}–{v[:, 2].max():.3f} |", flush=True)
 
 
 def main():

@@ -15,6 +15,7 @@ Packages and modules:
   privacy      when a release is private (one rule for every front end), what is assumed public
   diagnostics  curator-only numbers computed from the raw data (never to be published)
   audit        empirical DP auditing (Clopper-Pearson lower bounds on ε)
+  programs     jaxdp's cache of its own compiled programs on disk (never data)
   cli          the `jaxdp` command line
 
 Submodules and the names below are imported on first use, so ``import jaxdp`` (and the CLI's
@@ -29,7 +30,7 @@ __version__ = "0.1.0"
 
 _SUBMODULES = (
     "audit", "bucketize", "cli", "compressive", "datasets", "diagnostics", "histogram", "hvc", "keys", "mechanisms",
-    "metrics", "privacy", "transforms", "wevent",
+    "metrics", "privacy", "programs", "transforms", "wevent",
 )  # fmt: skip
 _NAMES = {
     "HVCConfig": ("hvc.config", "HVCConfig"),

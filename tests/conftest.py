@@ -2,7 +2,8 @@
 
 Compiled programs are kept in JAX's persistent compilation cache (``$JAXDP_TEST_CACHE``, default a folder
 in the temporary directory), so parallel workers (pytest-xdist) and later runs reuse each other's
-compilations; the cache never changes what a program computes.
+compilations; the cache never changes what a program computes. jaxdp's own program cache
+(`jaxdp.programs`, ``$JAXDP_PROGRAM_CACHE``) is kept in the temporary directory as well.
 """
 
 import gc
@@ -18,6 +19,8 @@ jax.config.update("jax_numpy_dtype_promotion", "strict")
 jax.config.update("jax_compilation_cache_dir", os.environ.get("JAXDP_TEST_CACHE", os.path.join(tempfile.gettempdir(), "jaxdp-test-jax-cache")))
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+# jaxdp's own program cache (jaxdp.programs): in the temporary directory too, never the user's ~/.cache
+os.environ.setdefault("JAXDP_PROGRAM_CACHE", os.path.join(tempfile.gettempdir(), "jaxdp-test-programs"))
 
 
 @pytest.fixture

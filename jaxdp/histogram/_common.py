@@ -42,12 +42,13 @@ class HistogramResult(NamedTuple):
     private: bool
 
 
-def _over_keys(fn, key, *args):
-    """``fn(key, *args)``; a key array ``[R]`` maps `fn` over a leading repetition axis (one vmapped program)."""
+def _over_keys(program, key, *args, **options):
+    """``program(key, *args, **options)``; a key array ``[R]`` runs ``program.over_keys``: the program vmapped
+    over a leading repetition axis (one compiled program, kept in `jaxdp.programs`' cache)."""
     if key.ndim == 0:
-        return fn(key, *args)
+        return program(key, *args, **options)
     if key.ndim == 1:
-        return jax.vmap(fn, in_axes=(0,) + (None,) * len(args))(key, *args)
+        return program.over_keys(key, *args, **options)
     raise ValueError(f"key must be one typed key or a 1-D key array [R] (one release per key); got shape {key.shape}.")
 
 

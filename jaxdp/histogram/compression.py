@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from jaxdp import _validate, mechanisms, transforms
+from jaxdp import _validate, mechanisms, programs, transforms
 from jaxdp.histogram._common import HistogramResult, _check_grid, _over_keys, _prepare, _result, check_histogram
 
 __all__ = ['lpa', 'ACCOUNTINGS', 'dft_sensitivity', 'fpa', 'PENALTIES', 'spa_scores', 'spa', 'EFPA_PENALTIES', 'efpa_scores', 'efpa', 'efpa_core', 'efpa_scores_core', 'spa_core']
@@ -34,8 +34,7 @@ def lpa(key: jax.Array, hist, *, epsilon: float, noise: str = "float") -> Histog
     with mechanisms.precision(noise if noise in mechanisms.NOISES else "float"):
         h, noise = _prepare(key, hist, epsilon, noise)
         _check_grid(noise, epsilon, 1.0)
-        core = functools.partial(_lpa, noise=mechanisms.kernel_noise(noise))
-        out = _over_keys(core, key, h, jnp.asarray(epsilon, h.dtype))
+        out = _over_keys(_lpa, key, h, jnp.asarray(epsilon, h.dtype), noise=mechanisms.kernel_noise(noise))
         return _result(key, out, h.shape[0], True, epsilon)
 
 
@@ -80,23 +79,7 @@ def _dft_sensitivity(n: int, norm: int, accounting: str) -> np.ndarray:
         full, lone = np.floor(in_pairs / 2), in_pairs % 2
         out = np.minimum(np.sqrt((np.minimum(z, 1.0) + 2.0 * full + 2.0 * lone + nyq) / n) * (1.0 + 1e-9), paper)
     elif n <= _EXACT_MAX_BINS:
-        h = (n - 1) // 2
-        f = np.arange(1, h + 1, dtype=np.int64)
-        root2 = np.sqrt(2.0)
-        cos_t = np.abs(np.cos(2.0 * np.pi * np.arange(n) / n)) * root2  # |entries| by angle index f·i mod n
-        sin_t = np.abs(np.sin(2.0 * np.pi * np.arange(n) / n)) * root2
-        best = np.zeros(n)
-        # columns i and n − i hold the same absolute entries: i = 0 … ⌊n/2⌋ suffice
-        for start in range(0, n // 2 + 1, 512):  # columns in chunks: |M[:, i]| cumulated over the coordinates
-            i = np.arange(start, min(start + 512, n // 2 + 1), dtype=np.int64)
-            idx = np.outer(f, i) % n
-            pairs = np.stack([cos_t[idx], sin_t[idx]], axis=1).reshape(2 * h, i.size)
-            rows = [np.ones((1, i.size)), pairs]
-            if n % 2 == 0 and n > 1:
-                rows.append(np.ones((1, i.size)))  # |(−1)^i| = 1
-            col = np.concatenate(rows) / np.sqrt(n)
-            best = np.maximum(best, np.cumsum(col, axis=0).max(axis=1))
-        exact = np.concatenate([[0.0], best]) * (1.0 + 1e-9)
+        exact = programs.public_table(f"dft_l1_exact_v1_n{n}", lambda: _exact_l1(n))
         out = np.minimum(exact, paper)
     else:
         c = np.maximum(z - 1.0, 0.0)  # coordinates after the DC
@@ -110,7 +93,29 @@ def _dft_sensitivity(n: int, norm: int, accounting: str) -> np.ndarray:
     return out
 
 
-@functools.partial(jax.jit, static_argnames=("noise",))
+def _exact_l1(n: int) -> np.ndarray:
+    """``max_i ‖(rdft e_i)_{<z}‖₁`` for z = 0 … n, times (1 + 10⁻⁹) (O(n²), ≈ 0.3 s at n = 4096; kept on disk
+    by `jaxdp.programs.public_table`)."""
+    h = (n - 1) // 2
+    f = np.arange(1, h + 1, dtype=np.int64)
+    root2 = np.sqrt(2.0)
+    cos_t = np.abs(np.cos(2.0 * np.pi * np.arange(n) / n)) * root2  # |entries| by angle index f·i mod n
+    sin_t = np.abs(np.sin(2.0 * np.pi * np.arange(n) / n)) * root2
+    best = np.zeros(n)
+    # columns i and n − i hold the same absolute entries: i = 0 … ⌊n/2⌋ suffice
+    for start in range(0, n // 2 + 1, 512):  # columns in chunks: |M[:, i]| cumulated over the coordinates
+        i = np.arange(start, min(start + 512, n // 2 + 1), dtype=np.int64)
+        idx = np.outer(f, i) % n
+        pairs = np.stack([cos_t[idx], sin_t[idx]], axis=1).reshape(2 * h, i.size)
+        rows = [np.ones((1, i.size)), pairs]
+        if n % 2 == 0 and n > 1:
+            rows.append(np.ones((1, i.size)))  # |(−1)^i| = 1
+        col = np.concatenate(rows) / np.sqrt(n)
+        best = np.maximum(best, np.cumsum(col, axis=0).max(axis=1))
+    return np.concatenate([[0.0], best]) * (1.0 + 1e-9)
+
+
+@programs.program(static_argnames=("noise",))
 def _lpa(key, h, eps, *, noise="float"):
     return mechanisms.laplace_mechanism(key, h, epsilon=eps, sensitivity=1.0, noise=noise)
 
@@ -145,12 +150,11 @@ def fpa(
             raise ValueError(f"k = {k} exceeds the number of bins n = {h.shape[0]}; choose 1 <= k <= n.")
         sens = float(dft_sensitivity(h.shape[0], accounting=accounting)[k])
         _check_grid(noise, epsilon, sens)
-        core = functools.partial(_fpa, k=k, sens=sens, noise=mechanisms.kernel_noise(noise))
-        out = _over_keys(core, key, h, jnp.asarray(epsilon, h.dtype))
+        out = _over_keys(_fpa, key, h, jnp.asarray(epsilon, h.dtype), k=k, sens=sens, noise=mechanisms.kernel_noise(noise))
         return _result(key, out, k, True, epsilon)
 
 
-@functools.partial(jax.jit, static_argnames=("k", "noise"))
+@programs.program(static_argnames=("k", "noise"))
 def _fpa(key, h, eps, *, k, sens, noise="float"):
     c = transforms.rdft(h)
     keep = jnp.arange(h.shape[0]) < k
@@ -199,7 +203,7 @@ def spa_scores(hist, *, epsilon: float, penalty: str = "consistent", accounting:
     return _spa_scores(h, eps, l2, penalty=penalty)
 
 
-@functools.partial(jax.jit, static_argnames=("penalty",))
+@programs.program(static_argnames=("penalty",))
 def _spa_scores(h, eps, l2, *, penalty="consistent"):
     n = h.shape[0]
     tail = _tail_norm(transforms.rdft(h))[1:]  # k = 1 … n: coordinates k … n−1 removed
@@ -239,12 +243,11 @@ def spa(
             raise ValueError('spa has no exact sampler for its K-norm noise: use noise="float" or "float64", '
                              'or efpa/fpa/lpa/php with noise="grid".')
         l2 = _tables(h.shape[0], accounting, 2)
-        core = functools.partial(spa_core, penalty=penalty)
-        out, k = _over_keys(core, key, h, jnp.asarray(epsilon, h.dtype), jnp.asarray(l2, h.dtype))
+        out, k = _over_keys(spa_core, key, h, jnp.asarray(epsilon, h.dtype), jnp.asarray(l2, h.dtype), penalty=penalty)
         return _result(key, out, k, True, epsilon)
 
 
-@functools.partial(jax.jit, static_argnames=("penalty",))
+@programs.program(static_argnames=("penalty",))
 def spa_core(key, h, eps, l2, *, penalty="consistent"):
     n = h.shape[0]
     k_sel, k_noise = jax.random.split(key)
@@ -282,7 +285,7 @@ def efpa_scores(hist, *, epsilon: float, penalty: str = "consistent", accounting
     return efpa_scores_core(h, eps, l1, penalty=penalty)
 
 
-@functools.partial(jax.jit, static_argnames=("penalty",))
+@programs.program(static_argnames=("penalty",))
 def efpa_scores_core(h, eps, l1, *, penalty="consistent"):
     n = h.shape[0]
     k, z, pen = _efpa_penalty(n, eps, h.dtype, l1, penalty)
@@ -321,12 +324,12 @@ def efpa(
         h, noise = _prepare(key, hist, epsilon, noise)
         l1 = _tables(h.shape[0], accounting, 1)
         _check_grid(noise, epsilon / 2, float(l1[-1]))  # b/γ depends on ε, hardly on Δ (grid_spacing)
-        core = functools.partial(efpa_core, noise=mechanisms.kernel_noise(noise), penalty=penalty)
-        out, k = _over_keys(core, key, h, jnp.asarray(epsilon, h.dtype), jnp.asarray(l1, h.dtype))
+        out, k = _over_keys(efpa_core, key, h, jnp.asarray(epsilon, h.dtype), jnp.asarray(l1, h.dtype),
+                            noise=mechanisms.kernel_noise(noise), penalty=penalty)
         return _result(key, out, k, True, epsilon)
 
 
-@functools.partial(jax.jit, static_argnames=("noise", "penalty"))
+@programs.program(static_argnames=("noise", "penalty"))
 def efpa_core(key, h, eps, l1, *, noise="float", penalty="consistent"):
     n = h.shape[0]
     k_sel, k_noise = jax.random.split(key)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import NamedTuple
 
@@ -10,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdp import mechanisms
+from jaxdp import mechanisms, programs
 from jaxdp.histogram._common import HistogramResult, _check_grid, _over_keys, _prepare, _result, check_histogram
 
 __all__ = ['configuration_error', 'php_depth', 'release_histogram', 'php', 'hpartition', 'php_core', 'release_core', 'prefix_tree', 'PrefixTree', 'abs_deviation']
@@ -122,8 +121,8 @@ def release_histogram(key: jax.Array, hist, cuts, *, epsilon: float, noise: str 
             raise ValueError(f"cuts must be bin indices in [1, {n - 1}] where a new segment starts.")
         cut[cuts] = True
         _check_grid(noise, epsilon, 1.0)
-        core = functools.partial(_release_jit, noise=mechanisms.kernel_noise(noise))
-        out = _over_keys(core, key, h, jnp.asarray(cut), jnp.asarray(epsilon, h.dtype))
+        out = _over_keys(_release_jit, key, h, jnp.asarray(cut), jnp.asarray(epsilon, h.dtype),
+                         noise=mechanisms.kernel_noise(noise))
         return _result(key, out, int(cut.sum()), cut, epsilon)
 
 
@@ -137,7 +136,7 @@ def release_core(key, h, cut, eps, noise="float"):
     return means[seg]
 
 
-_release_jit = jax.jit(release_core, static_argnames=("noise",))
+_release_jit = programs.Program(release_core, static_argnames=("noise",))
 
 
 def php(key: jax.Array, hist, *, epsilon: float, noise: str = "float") -> HistogramResult:
@@ -166,12 +165,11 @@ def php(key: jax.Array, hist, *, epsilon: float, noise: str = "float") -> Histog
     with mechanisms.precision(noise if noise in mechanisms.NOISES else "float"):
         h, noise = _prepare(key, hist, epsilon, noise)
         _check_grid(noise, epsilon / 2, 1.0)
-        core = functools.partial(php_core, noise=mechanisms.kernel_noise(noise))
-        out, cut = _over_keys(core, key, h, jnp.asarray(epsilon, h.dtype))
+        out, cut = _over_keys(php_core, key, h, jnp.asarray(epsilon, h.dtype), noise=mechanisms.kernel_noise(noise))
         return _result(key, out, jnp.sum(cut, axis=-1), cut, epsilon)
 
 
-@functools.partial(jax.jit, static_argnames=("noise",))
+@programs.program(static_argnames=("noise",))
 def php_core(key, h, eps, *, noise="float"):
     n = h.shape[0]
     depth = php_depth(n)

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from jaxdp import _validate, mechanisms
+from jaxdp import _validate, mechanisms, programs
 from jaxdp.mechanisms import exact
 from jaxdp._validate import counts as check_counts  # the eager checks live in _validate
 
@@ -159,7 +159,7 @@ def _phase(start: int, w: int) -> int:
     return (start - 1) % w
 
 
-@functools.partial(jax.jit, static_argnames=("method", "w", "shift", "noise"))
+@programs.program(static_argnames=("method", "w", "shift", "noise"))
 def _run(key, counts, force, eps, first, phase, *, method, w, shift=False, noise="float"):
     t, d = counts.shape
     dtype = counts.dtype
@@ -242,7 +242,7 @@ def run(
         args = (jnp.asarray(start - 1, jnp.uint32), jnp.asarray(_phase(start, int(w)), jnp.int32))
         if key.shape == ():
             return _run(key, data, f, float(epsilon), *args, **kw)
-        return jax.vmap(lambda k: _run(k, data, f, float(epsilon), *args, **kw))(key)
+        return _run.over_keys(key, data, f, float(epsilon), *args, **kw)
 
 
 SHIFT_AUTO_RATIO = 10  # shift="auto": the paper's "d ≫ w" read as d ≥ 10·w

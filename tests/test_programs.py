@@ -1,0 +1,170 @@
+"""jaxdp's program cache (`jaxdp.programs`): same releases, no data on disk, robust to damage.
+
+The test suite turns JAX's own persistent cache on (conftest), and the program cache then stands aside, so
+these tests run fresh Python processes with JAX's cache off and the program cache in a temporary folder.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from jaxdp import programs
+
+# float32 sentinels the histogram holds consecutively (12 bytes that would appear in a program that
+# compiled the data in), the key's two 32-bit words, and the budget
+SENTINELS = (1234567.0, 7654321.0, 2345678.0)
+KEY_WORDS = (0x9E3779B9, 0x7F4A7C15)
+EPSILON = 0.7312
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    import jax, jax.numpy as jnp, numpy as np
+    from jaxdp import histogram as H, programs, wevent
+
+    SENTINELS, KEY_WORDS, EPSILON, OUT, MUTANT = json.loads(sys.argv[1])
+    hist = np.zeros(64, np.float32)
+    hist[10:13] = SENTINELS
+    key = jax.random.wrap_key_data(jnp.asarray(KEY_WORDS, jnp.uint32))
+    keys = jax.random.split(key, 3)
+    counts = np.tile(np.asarray(SENTINELS, np.float32), (20, 2))
+    outs = {
+        "php": H.php(key, hist, epsilon=EPSILON).counts,
+        "php_keys": H.php(keys, hist, epsilon=EPSILON).counts,
+        "efpa": H.efpa(key, hist, epsilon=EPSILON).counts,
+        "spa": H.spa(key, hist, epsilon=EPSILON).counts,
+        "lpa": H.lpa(key, hist, epsilon=EPSILON).counts,
+        "fpa": H.fpa(key, hist, epsilon=EPSILON, k=5).counts,
+        "release": H.release_histogram(key, hist, [8, 16, 40], epsilon=EPSILON).counts,
+        "wevent_bd": wevent.run(key, counts, method="bd", w=4, epsilon=EPSILON).releases,
+        "wevent_keys": wevent.run(keys, counts, method="uniform", w=4, epsilon=EPSILON).releases,
+    }
+    np.savez(OUT, **{k: np.asarray(v) for k, v in outs.items()})
+    if MUTANT:  # a broken program that closes over the data: its entry must hold the sentinels
+        programs.set_cache_dir(MUTANT)
+        data = jnp.asarray(hist)
+        leaky = programs.Program(lambda k, e: data * e + jax.random.uniform(k))
+        np.asarray(leaky(key, EPSILON))
+    print(json.dumps(programs.cache_info()))
+    """
+)
+
+
+def _run(tmp_path, cache, out, mutant=""):
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "JAXDP_", "XLA_"))}
+    env["JAXDP_PROGRAM_CACHE"] = str(cache)
+    args = json.dumps([SENTINELS, KEY_WORDS, EPSILON, str(out), str(mutant)])
+    done = subprocess.run([sys.executable, str(script), args], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Warning" not in done.stderr, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1]), dict(np.load(out))
+
+
+def _entries(folder):
+    return sorted(os.path.join(d, f) for d, _, files in os.walk(folder) for f in files if f.endswith(".xla"))
+
+
+def _leaks(folder):
+    patterns = [np.asarray(SENTINELS, np.float32).tobytes(), np.asarray(SENTINELS, np.float64).tobytes(),
+                np.asarray(KEY_WORDS, np.uint32).tobytes(), np.float64(EPSILON).tobytes()]  # fmt: skip
+    found = []
+    for path in _entries(folder):
+        with open(path, "rb") as f:
+            blob = f.read()
+        found += [(os.path.basename(path), i) for i, p in enumerate(patterns) if p in blob]
+    return found
+
+
+def test_cached_programs_release_the_same_and_hold_no_data(tmp_path, lean_worker):
+    cache, mutant = tmp_path / "cache", tmp_path / "mutant"
+    first, a = _run(tmp_path, cache, tmp_path / "a.npz", mutant)
+    assert first["compiled"] >= 9 and first["stored"] == first["compiled"] and first["loaded"] == 0
+    second, b = _run(tmp_path, cache, tmp_path / "b.npz")
+    assert second["compiled"] == 0 and second["loaded"] == first["compiled"] - 1  # all but the mutant's
+    off, c = _run(tmp_path, "off", tmp_path / "c.npz")
+    assert off == {"loaded": 0, "compiled": 0, "stored": 0}  # plain jax.jit
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+        np.testing.assert_array_equal(a[name], c[name], err_msg=name)
+    assert a["php_keys"].shape == (3, 64) and a["wevent_keys"].shape[0] == 3
+    # no data value, key word or budget in any entry; the audit catches the mutant that compiled the data in
+    assert _entries(cache) and _leaks(cache) == []
+    assert [i for _, i in _leaks(mutant)] == [0]
+
+
+@pytest.mark.slow
+def test_damaged_or_unwritable_cache_recompiles_and_releases_the_same(tmp_path, lean_worker):
+    cache = tmp_path / "cache"
+    _, a = _run(tmp_path, cache, tmp_path / "a.npz")
+    for path in _entries(cache):
+        with open(path, "r+b") as f:
+            f.truncate(100)
+    info, b = _run(tmp_path, cache, tmp_path / "b.npz")
+    assert info["loaded"] == 0 and info["compiled"] == info["stored"] >= 9  # every damaged entry replaced
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    info, c = _run(tmp_path, blocked / "cache", tmp_path / "c.npz")
+    assert info["stored"] == 0 and info["compiled"] >= 9
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+        np.testing.assert_array_equal(a[name], c[name], err_msg=name)
+
+
+def test_cache_folder_setting(monkeypatch, tmp_path):
+    programs.set_cache_dir()
+    monkeypatch.setenv("JAXDP_PROGRAM_CACHE", "off")
+    assert programs.cache_dir() is None
+    monkeypatch.setenv("JAXDP_PROGRAM_CACHE", str(tmp_path))
+    assert programs.cache_dir() == str(tmp_path)
+    monkeypatch.delenv("JAXDP_PROGRAM_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert programs.cache_dir() == str(tmp_path / "xdg" / "jaxdp" / "programs")
+    programs.set_cache_dir(None)
+    assert programs.cache_dir() is None
+    programs.set_cache_dir()
+    assert programs.cache_dir() == str(tmp_path / "xdg" / "jaxdp" / "programs")
+    with pytest.raises(TypeError, match="folder path or None"):
+        programs.set_cache_dir(3)
+
+
+def test_trim_keeps_the_newest_entries_under_the_limit(tmp_path):
+    for i in range(6):
+        sub = tmp_path / f"{i:02d}"
+        sub.mkdir()
+        path = sub / f"{i:02d}.xla"
+        path.write_bytes(b"x" * 1000)
+        os.utime(path, (1000 + i, 1000 + i))
+    programs.trim(str(tmp_path), limit=3500)
+    assert [os.path.basename(p) for p in _entries(tmp_path)] == ["03.xla", "04.xla", "05.xla"]
+
+
+def test_public_table_is_checked_and_recomputed_when_damaged(tmp_path):
+    programs.set_cache_dir(str(tmp_path))
+    try:
+        calls = []
+
+        def compute():
+            calls.append(1)
+            return np.arange(5, dtype=np.float64) / 3
+
+        first = programs.public_table("t", compute)
+        again = programs.public_table("t", compute)
+        assert len(calls) == 1
+        np.testing.assert_array_equal(first, again)
+        (path,) = [os.path.join(d, f) for d, _, fs in os.walk(tmp_path) for f in fs]
+        with open(path, "r+b") as f:  # flip one byte of the values: the checksum no longer matches
+            f.seek(40)
+            byte = f.read(1)
+            f.seek(40)
+            f.write(bytes([byte[0] ^ 1]))
+        np.testing.assert_array_equal(programs.public_table("t", compute), first)
+        assert len(calls) == 2
+    finally:
+        programs.set_cache_dir()
