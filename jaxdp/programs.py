@@ -3,49 +3,62 @@
 A first call of a jaxdp release compiles an XLA program (P-HP at 4,096 bins: ≈ 1–2.5 s on a 2-core CPU,
 most of it LLVM code generation). The library's public release programs (histograms: `lpa`, `fpa`,
 `spa`, `efpa`, `php`, `release_histogram`; w-event: `run`) are `Program` objects: the first call in a
-process traces and lowers the program (≈ 0.1–0.4 s), looks its compiled executable up on disk under a
-hash of the lowered program text, the JAX/jaxlib versions, the device and ``XLA_FLAGS``, and compiles and
-stores it only when it is not there. Later calls in the same process reuse the loaded executable.
+process traces and lowers the program (≈ 0.1–0.7 s), looks its compiled executable up on disk under a
+hash of the lowered program text, the function's name, the JAX/jaxlib versions, the device, the CPU's
+model and flags and ``XLA_FLAGS``, and compiles and stores it only when it is not there. Later calls in
+the same process reuse the loaded executable.
 
-What is stored: XLA executables of jaxdp's own programs, built from their *shapes and static options*
-(sizes, method names, dtypes). Data, keys and budgets are runtime arguments of these programs, never
-compiled in (`tests/test_programs.py` checks that no data value or key word reaches a cache file). The
-cache is not JAX's global persistent compilation cache: a user's own jitted functions (which may close
-over data as constants) are never written to disk by jaxdp.
+What is stored: XLA executables of jaxdp's release programs, built from their *shapes and static
+options* (sizes, method names, dtypes). Data, keys and budgets are runtime arguments of these programs,
+never compiled in (`tests/test_programs.py` checks that no data value, key word or budget reaches a cache
+file, and that the check catches a program that closes over data). `Program` is for such functions only: a
+function that closes over data would write it to disk. The cache is not JAX's global persistent
+compilation cache: a user's own jitted functions are never written to disk by jaxdp.
 
 Where: ``$JAXDP_PROGRAM_CACHE`` if set (``off``, ``0`` or an empty value turn the cache off), else
 ``$XDG_CACHE_HOME/jaxdp/programs`` or ``~/.cache/jaxdp/programs``; `set_cache_dir` overrides both for the
-process. A folder that cannot be created or written is skipped silently (programs are then compiled as
-usual); a damaged entry is recompiled and replaced. The folder keeps at most `MAX_BYTES` (oldest entries
-are removed first). The cache is used in single-device processes only (with several devices a program's
-executable depends on where its inputs live, so jaxdp leaves compilation to ``jax.jit``), and it stands
-aside when JAX's own persistent compilation cache is on (``jax_compilation_cache_dir`` set, as the CLI and
-the test suite do): that cache then covers every program, and an executable that XLA loaded from it cannot
-be serialized again faithfully (measured: such entries failed to load in a later process).
+process. Folders are created private to the user (mode 0700); a folder owned by another user or writable by
+others is not used (a program loaded from the cache is trusted like the installed package: loading runs
+its code). A folder that cannot be created or written is skipped silently (programs are then compiled as
+usual); an entry whose SHA-256 does not match is recompiled and replaced. The folder keeps at most
+`MAX_BYTES` (least recently used entries are removed first).
+
+The cache stands aside (plain ``jax.jit``) under another transformation or trace, in processes with several
+devices or inputs committed to another device, on hosts whose CPU it cannot identify (not Linux), under
+JAX's debugging modes (``disable_jit``, ``debug_key_reuse``, ``debug_nans``/``debug_infs``,
+``enable_checks``, which its compiled path would skip), and when JAX's own persistent compilation cache is on
+(``jax_compilation_cache_dir`` set, as the CLI and the test suite do): that cache then covers every program,
+and an executable that XLA loaded from it cannot be serialized again faithfully (measured: such entries
+failed to run in a later process, "Function … not found"; jaxdp also never stores an executable that JAX
+reports as a hit in its cache).
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import hashlib
 import os
 import tempfile
+import time
 
 import jax
 
 __all__ = ["Program", "program", "public_table", "cache_dir", "set_cache_dir", "cache_info", "trim", "MAX_BYTES"]
 
 MAX_BYTES = 512 * 2**20
+_LOADED_PER_PROGRAM = 64  # executables a Program keeps in memory (least recently used dropped)
 _ENV = "JAXDP_PROGRAM_CACHE"
 _OFF = ("", "0", "off", "false", "no", "none")
 _override: list = []  # [path or None] once set_cache_dir was called
 _counts = {"loaded": 0, "compiled": 0, "stored": 0}
+_jax_cache_hits = [0]
 
 
 def cache_info() -> dict:
     """This process's counts: executables ``loaded`` from the cache, ``compiled`` (not found there) and
-    ``stored`` (written after compiling). Calls that bypassed the cache (it is off, under a transformation,
-    several devices, JAX's cache on) are not counted."""
+    ``stored`` (written after compiling). Calls that bypassed the cache (see the module docstring) are not
+    counted."""
     return dict(_counts)
 
 
@@ -74,6 +87,29 @@ def cache_dir() -> str | None:
     return os.path.join(base, "jaxdp", "programs")
 
 
+def _private_folder(path: str) -> bool:
+    """Create `path` (mode 0700) if needed; True iff it is a folder of this user that no one else can write."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        st = os.stat(path)
+    except OSError:
+        return False
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return False
+    return not (st.st_mode & 0o022)
+
+
+@functools.lru_cache(maxsize=None)
+def _cpu_features() -> str | None:
+    """The host CPU's model and instruction-set flags (XLA's CPU code is compiled for them); None if unknown."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            lines = [ln for ln in f if ln.startswith(("model name", "flags", "Features", "CPU part", "CPU implementer"))]
+    except OSError:
+        return None
+    return "".join(sorted(set(lines))) or None
+
+
 @functools.lru_cache(maxsize=None)
 def _environment() -> bytes:
     import jaxlib
@@ -84,36 +120,63 @@ def _environment() -> bytes:
     return "\x00".join(map(str, parts)).encode()
 
 
-def _cpu_features() -> str:
-    """The host CPU's model and instruction-set flags: XLA's CPU code is compiled for this machine's CPU."""
+_CONTEXT = ("jax_enable_x64", "jax_numpy_dtype_promotion", "jax_default_matmul_precision", "jax_numpy_rank_promotion",
+            "jax_threefry_partitionable", "jax_default_prng_impl", "jax_default_device")  # fmt: skip
+_DEBUG = ("jax_disable_jit", "jax_debug_key_reuse", "jax_debug_nans", "jax_debug_infs", "jax_enable_checks")
+
+
+def _config(name):
+    return getattr(jax.config, name, None)
+
+
+def _on_jax_event(event: str, **kwargs) -> None:
+    if event == "/jax/compilation_cache/cache_hits":
+        _jax_cache_hits[0] += 1
+
+
+jax.monitoring.register_event_listener(_on_jax_event)
+
+
+def _trace_clean() -> bool:
     try:
-        with open("/proc/cpuinfo") as f:
-            lines = [ln for ln in f if ln.startswith(("model name", "flags", "Features"))]
-        return "".join(sorted(set(lines)))
-    except OSError:
-        import platform
+        from jax._src import core
 
-        return platform.processor() + platform.machine()
+        return bool(core.trace_state_clean())
+    except Exception:  # a JAX without it: assume a trace may be under way (plain jit is always right)
+        return False
 
 
-def _trace_context() -> tuple:
-    c = jax.config
-    return (c.jax_enable_x64, c.jax_numpy_dtype_promotion, c.jax_default_matmul_precision, c.jax_numpy_rank_promotion)
+def _usable(leaves) -> bool:
+    if jax.config.jax_compilation_cache_dir or jax.device_count() != 1 or _cpu_features() is None:
+        return False
+    if any(_config(name) for name in _DEBUG) or not _trace_clean():
+        return False
+    device = jax.devices()[0]
+    for x in leaves:
+        if isinstance(x, jax.core.Tracer):
+            return False
+        if isinstance(x, jax.Array) and x.committed and x.devices() != {device}:
+            return False
+    return True
 
 
 class Program:
     """A jitted function whose compiled executables are kept on disk (see the module docstring).
 
-    Called like ``jax.jit(fun, static_argnames=...)``; under another transformation (vmap, jit, grad) it is
-    that jitted function. ``program.over_keys(keys [R], *args, **kw)`` is the same program vmapped over a
-    leading key axis (one compiled program for R repetitions), cached the same way.
+    Called like ``jax.jit(fun, static_argnames=..., keep_unused=True)``; wherever the cache stands aside it
+    is that jitted function. ``program.over_keys(keys [R], *args, **kw)`` is the same program vmapped over a
+    leading key axis (one compiled program for R repetitions), cached the same way. Only for functions of
+    their arguments: a closed-over array would be compiled in and written to disk.
     """
 
     def __init__(self, fun, *, static_argnames=()):
         self._fun = fun
         self._static = tuple(static_argnames)
-        self._jit = jax.jit(fun, static_argnames=self._static)
-        self._loaded: dict = {}
+        # keep_unused: the lowered text must take every argument, or two programs that differ only in which
+        # argument they ignore would lower to the same text (and share an entry)
+        self._jit = jax.jit(fun, static_argnames=self._static, keep_unused=True)
+        self._name = f"{getattr(fun, '__module__', '')}.{getattr(fun, '__qualname__', repr(fun))}".encode()
+        self._loaded: collections.OrderedDict = collections.OrderedDict()
         self._batched = None
         functools.update_wrapper(self, fun)
 
@@ -128,7 +191,8 @@ class Program:
             def batched(keys, *args, **kwargs):
                 return jax.vmap(lambda k: fun(k, *args, **kwargs))(keys)
 
-            batched.__name__ = batched.__qualname__ = f"{getattr(fun, '__name__', 'program')}_over_keys"
+            batched.__module__ = getattr(fun, "__module__", "")
+            batched.__name__ = batched.__qualname__ = f"{getattr(fun, '__qualname__', 'program')}.over_keys"
             self._batched = Program(batched, static_argnames=self._static)
         return self._batched
 
@@ -136,18 +200,22 @@ class Program:
         folder = cache_dir()
         dynamic = {k: v for k, v in kwargs.items() if k not in self._static}
         leaves, tree = jax.tree.flatten((args, dynamic))
-        if (folder is None or jax.config.jax_compilation_cache_dir or jax.device_count() != 1
-                or any(isinstance(x, jax.core.Tracer) for x in leaves)):
+        if folder is None or not _usable(leaves):
             return self._jit(*args, **kwargs)
         try:
             static = tuple(sorted((k, v) for k, v in kwargs.items() if k in self._static))
-            signature = (tree, static, tuple(jax.typeof(x) for x in leaves), _trace_context())
+            signature = (tree, static, tuple(jax.typeof(x) for x in leaves), tuple(_config(c) for c in _CONTEXT))
             hash(signature)
         except TypeError:  # an unhashable static value or a leaf JAX cannot type: let jax.jit say what is wrong
             return self._jit(*args, **kwargs)
         compiled = self._loaded.get(signature)
         if compiled is None:
-            compiled = self._loaded[signature] = _load_or_compile(self._jit.lower(*args, **kwargs), folder)
+            compiled = _load_or_compile(self._jit.lower(*args, **kwargs), self._name, folder)
+            self._loaded[signature] = compiled
+            while len(self._loaded) > _LOADED_PER_PROGRAM:
+                self._loaded.popitem(last=False)
+        else:
+            self._loaded.move_to_end(signature)
         return compiled(*args, **dynamic)
 
 
@@ -158,83 +226,116 @@ def program(fun=None, *, static_argnames=()):
     return Program(fun, static_argnames=static_argnames)
 
 
-def _load_or_compile(lowered, folder: str):
-    from jax.experimental import serialize_executable
-
-    digest = hashlib.sha256(_environment() + b"\x00" + lowered.as_text().encode()).hexdigest()
-    path = os.path.join(folder, digest[:2], digest + ".xla")
+def _write(path: str, blob: bytes) -> bool:
+    """Write `blob` to `path` atomically (a concurrent reader sees the old entry or the whole new one)."""
+    tmp = None
     try:
-        with open(path, "rb") as f:
-            payload = f.read()
-        compiled = serialize_executable.deserialize_and_load(payload, lowered.in_tree, lowered.out_tree)
-        _counts["loaded"] += 1
-        try:
-            os.utime(path)  # most recently used (kept by `trim`)
-        except OSError:
-            pass
-        return compiled
-    except Exception:  # absent, unreadable or damaged: compile (and replace it)
-        pass
-    compiled = lowered.compile()
-    _counts["compiled"] += 1
-    try:
-        payload, _, _ = serialize_executable.serialize(compiled)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(payload)
-            os.replace(tmp, path)  # atomic: a concurrent reader sees the old entry or the whole new one
-        except BaseException:
-            os.unlink(tmp)
-            raise
-        _counts["stored"] += 1
-        trim(folder)
-    except Exception:  # a read-only or full disk: the program still runs, it is just not kept
-        pass
-    return compiled
+        with os.fdopen(fd, "wb") as f:
+            f.write(blob)
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        return False
 
 
-def public_table(name: str, compute):
-    """``compute()`` (a float64 NumPy array computed from public sizes only, e.g. `dft_sensitivity`'s
-    table), kept in the cache folder under `name` with a SHA-256 of its bytes: an entry whose checksum does
-    not match is recomputed and replaced. Without a cache folder, just ``compute()``."""
-    import numpy as np
-
-    folder = cache_dir()
-    if folder is None:
-        return compute()
-    path = os.path.join(folder, "tables", f"{name}.f64")
+def _read_checked(path: str) -> bytes | None:
+    """The body of an entry written as SHA-256(body) + body, or None if absent, unreadable or damaged."""
     try:
         with open(path, "rb") as f:
             blob = f.read()
-        digest, body = blob[:32], blob[32:]
-        if hashlib.sha256(body).digest() == digest:
-            return np.frombuffer(body, np.float64).copy()
     except OSError:
-        pass
+        return None
+    digest, body = blob[:32], blob[32:]
+    return body if hashlib.sha256(body).digest() == digest else None
+
+
+def _load_or_compile(lowered, name: bytes, folder: str):
+    from jax.experimental import serialize_executable
+
+    digest = hashlib.sha256(_environment() + b"\x00" + name + b"\x00" + lowered.as_text().encode()).hexdigest()
+    sub = os.path.join(folder, digest[:2])
+    path = os.path.join(sub, digest + ".xla")
+    usable = _private_folder(folder) and _private_folder(sub)
+    payload = _read_checked(path) if usable else None
+    if payload is not None:
+        try:
+            compiled = serialize_executable.deserialize_and_load(payload, lowered.in_tree, lowered.out_tree)
+            _counts["loaded"] += 1
+            try:
+                os.utime(path)  # most recently used (kept by `trim`)
+            except OSError:
+                pass
+            return compiled
+        except Exception:  # an entry this JAX cannot load: compile (and replace it)
+            pass
+    hits = _jax_cache_hits[0]
+    compiled = lowered.compile()
+    _counts["compiled"] += 1
+    if usable and _jax_cache_hits[0] == hits:  # never re-serialize an executable JAX loaded from its own cache
+        try:
+            body, _, _ = serialize_executable.serialize(compiled)
+        except Exception:  # an executable this JAX cannot serialize: it still runs, it is just not kept
+            return compiled
+        if _write(path, hashlib.sha256(body).digest() + body):
+            _counts["stored"] += 1
+            trim(folder)
+    return compiled
+
+
+def public_table(name: str, compute, *, size: int):
+    """``compute()``, a float64 NumPy array of `size` values computed from public sizes only (e.g.
+    `dft_sensitivity`'s table), kept in the cache folder under `name` and jaxdp's version with a SHA-256 of
+    its bytes: an entry whose checksum or size does not match is recomputed and replaced. Without a (private,
+    writable) cache folder, just ``compute()``. Give a new `name` whenever `compute` changes."""
+    import numpy as np
+
+    from jaxdp import __version__
+
+    folder = cache_dir()
+    tables = None if folder is None else os.path.join(folder, "tables")
+    if tables is None or not (_private_folder(folder) and _private_folder(tables)):
+        return compute()
+    path = os.path.join(tables, f"{name}-jaxdp{__version__}.f64")
+    body = _read_checked(path)
+    if body is not None and len(body) == 8 * size:
+        return np.frombuffer(body, np.float64).copy()
     out = np.ascontiguousarray(compute(), np.float64)
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(hashlib.sha256(out.tobytes()).digest() + out.tobytes())
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    if out.shape != (size,):
+        raise ValueError(f"public_table({name!r}): compute() gave shape {out.shape}, expected ({size},).")
+    _write(path, hashlib.sha256(out.tobytes()).digest() + out.tobytes())
     return out
 
 
 def trim(folder: str, *, limit: int = MAX_BYTES) -> None:
-    """Remove the least recently used entries of the program cache in `folder` until it holds at most
-    `limit` bytes (called after every entry jaxdp stores)."""
+    """Remove the least recently used entries of the program cache in `folder` (executables and tables) until
+    it holds at most `limit` bytes, and temporary files left by interrupted writes (older than an hour)."""
     entries = []
-    for sub in os.scandir(folder):
-        if sub.is_dir():
-            for e in os.scandir(sub.path):
-                if e.name.endswith(".xla"):
-                    st = e.stat()
+    stale = time.time() - 3600
+    try:
+        subs = [e.path for e in os.scandir(folder) if e.is_dir()]
+    except OSError:
+        return
+    for sub in subs:
+        try:
+            files = list(os.scandir(sub))
+        except OSError:
+            continue
+        for e in files:
+            try:
+                st = e.stat()
+                if e.name.endswith(".tmp"):
+                    if st.st_mtime < stale:
+                        os.unlink(e.path)
+                elif e.name.endswith((".xla", ".f64")):
                     entries.append((st.st_mtime, st.st_size, e.path))
+            except OSError:  # removed by another process meanwhile
+                continue
     total = sum(size for _, size, _ in entries)
     for _, size, path in sorted(entries):
         if total <= limit:

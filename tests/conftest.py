@@ -20,7 +20,7 @@ jax.config.update("jax_compilation_cache_dir", os.environ.get("JAXDP_TEST_CACHE"
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 # jaxdp's own program cache (jaxdp.programs): in the temporary directory too, never the user's ~/.cache
-os.environ.setdefault("JAXDP_PROGRAM_CACHE", os.path.join(tempfile.gettempdir(), "jaxdp-test-programs"))
+os.environ.setdefault("JAXDP_PROGRAM_CACHE", os.path.join(tempfile.gettempdir(), f"jaxdp-test-programs-{getattr(os, 'getuid', lambda: '')()}"))
 
 
 @pytest.fixture

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import textwrap
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -141,8 +143,12 @@ def test_trim_keeps_the_newest_entries_under_the_limit(tmp_path):
         path = sub / f"{i:02d}.xla"
         path.write_bytes(b"x" * 1000)
         os.utime(path, (1000 + i, 1000 + i))
+    old = tmp_path / "00" / "left.tmp"  # an interrupted write, hours ago
+    old.write_bytes(b"x")
+    os.utime(old, (1000, 1000))
     programs.trim(str(tmp_path), limit=3500)
     assert [os.path.basename(p) for p in _entries(tmp_path)] == ["03.xla", "04.xla", "05.xla"]
+    assert not old.exists()
 
 
 def test_public_table_is_checked_and_recomputed_when_damaged(tmp_path):
@@ -154,8 +160,8 @@ def test_public_table_is_checked_and_recomputed_when_damaged(tmp_path):
             calls.append(1)
             return np.arange(5, dtype=np.float64) / 3
 
-        first = programs.public_table("t", compute)
-        again = programs.public_table("t", compute)
+        first = programs.public_table("t", compute, size=5)
+        again = programs.public_table("t", compute, size=5)
         assert len(calls) == 1
         np.testing.assert_array_equal(first, again)
         (path,) = [os.path.join(d, f) for d, _, fs in os.walk(tmp_path) for f in fs]
@@ -164,7 +170,48 @@ def test_public_table_is_checked_and_recomputed_when_damaged(tmp_path):
             byte = f.read(1)
             f.seek(40)
             f.write(bytes([byte[0] ^ 1]))
-        np.testing.assert_array_equal(programs.public_table("t", compute), first)
+        np.testing.assert_array_equal(programs.public_table("t", compute, size=5), first)
         assert len(calls) == 2
+        np.testing.assert_array_equal(programs.public_table("t", compute, size=5), first)
+        assert len(calls) == 2  # the replaced entry is read
+        with pytest.raises(ValueError, match="expected"):
+            programs.public_table("u", compute, size=6)
     finally:
         programs.set_cache_dir()
+
+
+@pytest.fixture
+def in_process_cache(tmp_path):
+    """The program cache on in this process (the suite turns JAX's own cache on, which it stands aside for)."""
+    saved = jax.config.jax_compilation_cache_dir
+    jax.config.update("jax_compilation_cache_dir", None)
+    programs.set_cache_dir(str(tmp_path / "cache"))
+    try:
+        yield tmp_path / "cache"
+    finally:
+        programs.set_cache_dir()
+        jax.config.update("jax_compilation_cache_dir", saved)
+
+
+def test_programs_that_ignore_different_arguments_do_not_share_an_entry(in_process_cache):
+    first = programs.Program(lambda a, b: a * 2)
+    second = programs.Program(lambda a, b: b * 2)  # same name, same text were unused arguments dropped
+    x, y = jnp.ones(3), jnp.full(3, 5.0)
+    before = programs.cache_info()
+    np.testing.assert_array_equal(first(x, y), 2 * x)
+    np.testing.assert_array_equal(second(x, y), 2 * y)
+    assert programs.cache_info()["compiled"] - before["compiled"] == 2
+
+
+def test_debug_modes_and_traces_get_plain_jit(in_process_cache, key):
+    prog = programs.Program(lambda k, x: x + jax.random.uniform(k))
+    np.testing.assert_array_equal(prog(key, 1.0), jax.jit(prog.__wrapped__)(key, 1.0))  # loaded or compiled
+    with jax.disable_jit():
+        assert float(prog(key, 1.0)) == float(prog.__wrapped__(key, 1.0))
+    with jax.debug_key_reuse(True):
+        prog(key, 1.0)
+        with pytest.raises(Exception, match="reuse|consumed"):
+            prog(key, 1.0)
+    before = programs.cache_info()
+    traced = jax.jit(lambda: prog(key, 2.0))()  # concrete arguments under an outer trace: inlined, not run eagerly
+    assert float(traced) == float(prog.__wrapped__(key, 2.0)) and programs.cache_info() == before

@@ -79,7 +79,7 @@ def _dft_sensitivity(n: int, norm: int, accounting: str) -> np.ndarray:
         full, lone = np.floor(in_pairs / 2), in_pairs % 2
         out = np.minimum(np.sqrt((np.minimum(z, 1.0) + 2.0 * full + 2.0 * lone + nyq) / n) * (1.0 + 1e-9), paper)
     elif n <= _EXACT_MAX_BINS:
-        exact = programs.public_table(f"dft_l1_exact_v1_n{n}", lambda: _exact_l1(n))
+        exact = programs.public_table(f"dft_l1_exact_v1_n{n}", lambda: _exact_l1(n), size=n + 1)
         out = np.minimum(exact, paper)
     else:
         c = np.maximum(z - 1.0, 0.0)  # coordinates after the DC
