@@ -76,6 +76,8 @@ def _rss_mb() -> float:
 
 def _release_memory():
     jax.clear_caches()
+    if "jaxdp.hvc.codec" in sys.modules:  # the codec's one-kernel programs are compiled explicitly and kept apart
+        sys.modules["jaxdp.hvc.codec"].one_kernel_programs.clear()
     gc.collect()
     _LIBC_TRIM()  # hand the freed heap back to the OS (glibc keeps it otherwise)
     if "pyarrow" in sys.modules:  # the CLI's readers and writers: pyarrow's own allocator keeps freed memory too
