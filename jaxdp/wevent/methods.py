@@ -165,6 +165,9 @@ def _run(key, counts, force, eps, first, phase, *, method, w, shift=False, noise
     dtype = counts.dtype
     state = _init(d, w, phase, dtype)
     keys = jax.vmap(lambda k: jax.random.fold_in(key, k))(first + jnp.arange(t, dtype=jnp.uint32))
+    if method == "uniform":  # no state: every timestamp's step at once (the same keys and draws as the scan)
+        out = jax.vmap(lambda c, k, f: _step(method, w, eps, d, state, (c, k, f), shift, noise)[1])(counts, keys, force)
+        return WEventResult(*out)
     _, out = jax.lax.scan(lambda s, xs: _step(method, w, eps, d, s, xs, shift, noise), state, (counts, keys, force))
     return WEventResult(*out)
 
@@ -317,10 +320,10 @@ class WEventStream:
         _check_grid(self.noise, method, self.w, float(epsilon), self.d, shift)
         self.key, self.method, self.eps, self.shift = key, method, float(epsilon), shift
         self.initial = _check_initial(initial, method)
-        with mechanisms.precision(self.noise):
-            self.dtype = _validate.float_dtype()
         self.start = _check_start(start, 1)
-        self.state = _init(self.d, self.w, _phase(self.start, self.w), self.dtype)
+        with mechanisms.precision(self.noise):  # noise="float64": the state's last release in float64 too
+            self.dtype = _validate.float_dtype()
+            self.state = _init(self.d, self.w, _phase(self.start, self.w), self.dtype)
         self.i = self.start - 1  # the last timestamp pushed (a Python int: exact)
 
     def push(self, counts) -> WEventResult:

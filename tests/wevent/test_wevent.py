@@ -158,6 +158,21 @@ def test_streaming_push_equals_batch(key, method):
         np.testing.assert_array_equal(np.concatenate([getattr(p, name) for p in pushed]), np.asarray(getattr(batch, name)))
 
 
+@pytest.mark.parametrize("noise", ["float", "float64", "grid"])
+def test_uniform_all_at_once_equals_pushes_step_by_step(key, noise):
+    # `run` draws Uniform's timestamps all at once (no state); `push` runs the scan's step: same keys, same draws
+    counts = wevent.synthetic_counts(6, timestamps=12, columns=5)
+    batch = wevent.run(key, counts, method="uniform", w=4, epsilon=2.0, noise=noise, start=3)
+    stream = wevent.WEventStream(key, d=5, method="uniform", w=4, epsilon=2.0, noise=noise, start=3)
+    pushed = [stream.push(c) for c in counts]
+    for name in wevent.WEventResult._fields:
+        np.testing.assert_array_equal(np.concatenate([getattr(p, name) for p in pushed]), np.asarray(getattr(batch, name)))
+    keys = jax.random.split(key, 3)  # repetitions: one vmapped program, each repetition its own key's release
+    many = wevent.run(keys, counts, method="uniform", w=4, epsilon=2.0, noise=noise)
+    np.testing.assert_array_equal(many.releases[1], wevent.run(keys[1], counts, method="uniform", w=4, epsilon=2.0,
+                                                                noise=noise).releases)  # fmt: skip
+
+
 @pytest.mark.parametrize("method", ["bd", "ba"])
 def test_streaming_push_equals_batch_with_the_budget_shift(key, method):
     counts = wevent.synthetic_counts(4, timestamps=30, columns=12)
