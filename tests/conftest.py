@@ -86,20 +86,21 @@ def _release_memory():
 
 @pytest.fixture
 def lean_worker():
-    """Release this worker's compiled programs and free heap before a test that starts another process
-    (the notebook's kernel), so that the two do not add up to the run's peak memory."""
+    """Release this worker's compiled programs and free heap before a test that starts another JAX process
+    (the notebook's kernel, the sharding and program-cache subprocesses), so that the two do not add up to
+    the run's peak memory."""
     _release_memory()
     yield
 
 
 @pytest.fixture(autouse=True)
 def _release_compiled_programs():
-    """Drop JAX's in-memory caches, collect and ``malloc_trim`` after a test once this worker holds more than
-    400 MB (``$JAXDP_TEST_RSS_MB``): keeping every compiled program held ≈ 2.5 GB per worker (4.8 GB for the
-    run). Without the trim, glibc kept the freed heap and clearing at 300–900 MB left the run's peak at
-    2.6–3.1 GB; with it (and `lean_worker` before the tests that start another process) the warm run peaked
-    at 1.94 GB. The persistent cache above keeps the programs on disk, so a cleared program is reloaded, not
-    recompiled."""
+    """Drop JAX's in-memory caches and the codec's one-kernel programs (which `jax.clear_caches` does not
+    reach), collect and ``malloc_trim`` after a test once this worker holds more than 400 MB
+    (``$JAXDP_TEST_RSS_MB``): keeping every compiled program held ≈ 2.5 GB per worker (4.8 GB for the run).
+    Without the trim, glibc kept the freed heap; without clearing the one-kernel programs a worker kept a
+    floor of ≈ 0.7 GB. With both (and `lean_worker`) the warm run peaked at 1.96 GB (README "Testing"). The
+    persistent cache above keeps the programs on disk, so a cleared program is reloaded, not recompiled."""
     yield
     if _rss_mb() > _RSS_LIMIT_MB:
         _release_memory()
