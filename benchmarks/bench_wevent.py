@@ -5,20 +5,29 @@ vmapped over keys; speed in timestamps/s at d = 25,936 (the Rome stream's width)
 of BA. No real count stream is bundled: the streams are `wevent.synthetic_counts` ("bursty": slowly
 varying counts with bursts; "daily": a periodic pattern), 1,000 timestamps × 500 columns.
 
-Usage: python benchmarks/bench_wevent.py [--reps 100] [--speed-only | --shift-only | --startup-only | --partitioning-only]
+Usage: python benchmarks/bench_wevent.py [--reps 100] [--speed-only | --shift-only | --startup-only | --partitioning-only
+       | --breakdown]
+
+``--breakdown``: where one stream's time goes at d = 25,936 (the host pass, the noise draws, XLA's fresh output
+memory), each method run in fresh processes with the default allocator and with glibc's mmap threshold raised
+(``MALLOC_MMAP_THRESHOLD_``), alternately.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
+import subprocess
+import sys
 import time
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
-from jaxdp import wevent
+from jaxdp import mechanisms, wevent
 
 
 def numpy_ba(rng, counts, w, eps):
@@ -133,6 +142,83 @@ def startup_table(reps=100):
                 print(f"| {kind} | {w} | {eps:g} | " + " | ".join(cells) + f" | {', '.join(absolute)} |", flush=True)
 
 
+_RAISED = {"MALLOC_MMAP_THRESHOLD_": str(2**31 - 1), "MALLOC_TRIM_THRESHOLD_": str(2**31 - 1)}
+
+
+def breakdown_child(d):
+    """One process: per method, µs per timestamp of `run`, of the host pass alone (`check_counts` casting to
+    float32) and of drawing the publications' noise alone (`standard_laplace`, publications × d, added into a reused
+    buffer, so no fresh output memory); JSON on stdout."""
+    t = 400 if d > 10_000 else 4_000
+    counts = wevent.synthetic_counts(3, timestamps=t, columns=d)
+
+    def best(fn, n=5):
+        times = []
+        for i in range(n):
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn(i))
+            times.append(time.perf_counter() - t0)
+        return min(times) * 1e6 / t
+
+    out = {"host": best(lambda i: wevent.check_counts(counts, dtype=np.float32))}
+    for m in wevent.METHODS:
+        r = wevent.run(jax.random.key(0), counts, method=m, w=40, epsilon=1.0)
+        pubs = int(np.asarray(r.published).sum())
+        # added into a donated buffer that the next call reuses: the draws' cost without fresh output memory
+        draw = jax.jit(lambda k, buf: buf + mechanisms.standard_laplace(k, buf.shape), donate_argnums=1)
+        buf = [draw(jax.random.key(0), jnp.zeros((max(pubs, 1), d), jnp.float32))]
+
+        def chained(i, draw=draw, buf=buf):
+            buf[0] = draw(jax.random.key(i + 1), buf[0])
+            return buf[0]
+
+        chained(0)
+        out[m] = {
+            "run": best(lambda i, m=m: wevent.run(jax.random.key(i + 1), counts, method=m, w=40, epsilon=1.0).releases),
+            "noise": best(chained), "publications": pubs,
+        }
+    print(json.dumps(out))
+
+
+def breakdown(rounds=2):
+    """`breakdown_child` in fresh processes, default allocator and raised mmap threshold alternately."""
+    print(f"machine: {platform.machine()} | {os.cpu_count()} CPUs | JAX {jax.__version__} | w = 40, ε = 1, one "
+          f"stream, best of 5 per process, {rounds} rounds")
+    for d in (1_000, 25_936):
+        _breakdown_table(d, rounds)
+
+
+def _breakdown_table(d, rounds):
+    """One table: per method, the run's µs per timestamp and rates, and the parts measured alone."""
+    runs = {"default": [], "raised": []}
+    for _ in range(rounds):
+        for name in runs:
+            env = dict(os.environ, **(_RAISED if name == "raised" else {}))
+            res = subprocess.run([sys.executable, __file__, "--breakdown-child", str(d)], env=env,
+                                 capture_output=True, text=True, check=True)
+            runs[name].append(json.loads(res.stdout.strip().splitlines()[-1]))
+    print(f"\nd = {d:,}, T = {400 if d > 10_000 else 4_000}\n")
+    print("| method | publications | run µs/ts (default) | timestamps/s | run µs/ts (mmap threshold raised) | "
+          "timestamps/s | host pass µs/ts | noise draws µs/ts | what is left: µs/ts (timestamps/s) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+
+    def lo_hi(v):
+        return f"{min(v):.3g}–{max(v):.3g}"
+
+    def rate(v):
+        return f"{1e6 / max(v):,.0f}–{1e6 / min(v):,.0f}"
+
+    for m in wevent.METHODS:
+        d_run = [r[m]["run"] for r in runs["default"]]
+        r_run = [r[m]["run"] for r in runs["raised"]]
+        host = [r["host"] for r in runs["default"]]
+        noise = [r[m]["noise"] for r in runs["default"]]
+        rest = float(np.mean(d_run) - np.mean(host) - np.mean(noise))  # derived: the parts were timed apart
+        left = f"{rest:.3g} ({1e6 / rest:,.0f})" if rest > 0.1 * np.mean(d_run) else "≈ 0: host pass and draws are the run"
+        print(f"| {m} | {runs['default'][0][m]['publications']} | {lo_hi(d_run)} | {rate(d_run)} | {lo_hi(r_run)} | "
+              f"{rate(r_run)} | {lo_hi(host)} | {lo_hi(noise)} | {left} |", flush=True)
+
+
 def _timed(fn):
     t0 = time.perf_counter()
     fn().releases.block_until_ready()
@@ -146,7 +232,15 @@ def main():
     parser.add_argument("--speed-only", action="store_true")
     parser.add_argument("--shift-only", action="store_true")
     parser.add_argument("--startup-only", action="store_true")
+    parser.add_argument("--breakdown", action="store_true")
+    parser.add_argument("--breakdown-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.breakdown_child:
+        breakdown_child(args.breakdown_child)
+        return
+    if args.breakdown:
+        breakdown()
+        return
     if args.speed_only:
         speed()
         return
