@@ -165,8 +165,14 @@ def counts(counts, *, dtype=None):
     """Validate a count stream ``[T, d]``: numeric, finite, non-negative, not empty.
 
     Returns a float64 NumPy array, or with `dtype` the JAX array of that dtype, cast and checked in one
-    chunked pass (`jaxdp._host.device_array_range`). Raises `ValueError` naming the first bad entry.
+    chunked pass (`jaxdp._host.device_array_range`). A JAX array that already has `dtype` is checked where it
+    lives (one reduction) and used as it is: no copy, no trip through host memory. Raises `ValueError` naming the
+    first bad entry.
     """
+    if isinstance(counts, jax.core.Tracer):
+        raise TypeError("counts must be a concrete array (validate before jit/vmap; vmap over keys instead).")
+    if dtype is not None and isinstance(counts, jax.Array) and counts.dtype == np.dtype(dtype):
+        return _device_counts(counts)
     try:
         arr = np.asarray(counts, dtype=np.float64)
     except (TypeError, ValueError) as err:
@@ -188,6 +194,25 @@ def counts(counts, *, dtype=None):
         t, j = np.argwhere(arr < 0)[0]
         raise ValueError(f"counts must be non-negative; found {arr[t, j]:g} at timestamp {t}, column {j}.")
     return out
+
+@jax.jit
+def _range(x):
+    return jnp.min(x), jnp.max(x)
+
+
+def _device_counts(counts: jax.Array) -> jax.Array:
+    """`counts` for a JAX array already of the kernel's dtype: checked on its device, returned as it is."""
+    if counts.ndim != 2 or counts.shape[0] == 0 or counts.shape[1] == 0:
+        raise ValueError(f"counts must have shape [T, d] with T, d >= 1, got {counts.shape}.")
+    lo, hi = (float(v) for v in _range(counts))
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise ValueError("counts contain NaN or inf.")
+    if lo < 0:
+        arr = np.asarray(counts)
+        t, j = np.argwhere(arr < 0)[0]
+        raise ValueError(f"counts must be non-negative; found {arr[t, j]:g} at timestamp {t}, column {j}.")
+    return counts
+
 
 def histogram(hist, *, integer: bool = True) -> np.ndarray:
     """Eager validation of a histogram of counts: 1-D, non-empty, finite, ≥ 0, integer-valued.

@@ -192,7 +192,9 @@ def run(
 
     Args:
       key: typed PRNG key; a key array ``[R]`` runs R repetitions (outputs gain a leading axis).
-      counts: non-negative counts, ``[T, d]`` (rows = timestamps).
+      counts: non-negative counts, ``[T, d]`` (rows = timestamps): any array NumPy can read (checked and cast to
+        float32, or float64 with ``noise="float64"``, in one pass on the host), or a JAX array of that dtype
+        (checked where it lives and used as it is: no copy).
       method: ``"uniform"``, ``"sample"``, ``"bd"`` or ``"ba"``.
       w: window length ≥ 1. epsilon: ε > 0 per window.
       decisions: optional ``[T]`` ints (1 publish, 0 null, −1 let the mechanism decide) that override

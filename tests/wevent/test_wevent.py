@@ -129,6 +129,26 @@ def test_bad_counts_found_in_the_one_pass_cast(key, rows, value, match):
         wevent.WEventStream(key, d=500, method="bd", w=2, epsilon=1.0).push(counts[-1])
 
 
+@pytest.mark.parametrize("value, match", [(np.nan, "NaN or inf"), (np.inf, "NaN or inf"), (-1.0, "at timestamp 2, column 3")])
+def test_a_jax_array_of_the_kernel_dtype_is_used_in_place_and_checked_the_same(key, value, match):
+    """A float32 JAX array skips the host pass (checked on its device): the same releases as the NumPy counts,
+    and the same refusals, with the same message, for NaN, inf and negative counts."""
+    counts = wevent.synthetic_counts(2, timestamps=5, columns=7)
+    for method in ("uniform", "ba"):
+        a = wevent.run(key, counts, method=method, w=3, epsilon=1.0)
+        b = wevent.run(key, jnp.asarray(counts, jnp.float32), method=method, w=3, epsilon=1.0)
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+    bad = counts.copy()
+    bad[2, 3] = value
+    with pytest.raises(ValueError, match=match):
+        wevent.run(key, jnp.asarray(bad, jnp.float32), method="bd", w=2, epsilon=1.0)
+    with pytest.raises(ValueError, match="shape"):
+        wevent.run(key, jnp.ones((4,), jnp.float32), method="bd", w=2, epsilon=1.0)
+    with pytest.raises(TypeError, match="concrete"):
+        jax.jit(lambda c: wevent.run(key, c, method="bd", w=2, epsilon=1.0).releases)(jnp.asarray(counts, jnp.float32))
+
+
 def test_the_one_pass_cast_keeps_the_values(key):
     counts = wevent.synthetic_counts(1, timestamps=600, columns=500)  # > 1 MB: the chunked path
     a = wevent.run(key, counts, method="uniform", w=4, epsilon=1.0).releases
