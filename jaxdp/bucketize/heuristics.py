@@ -86,10 +86,12 @@ def _first_linear(a, b, lo, hi):
     return np.maximum(lo, np.minimum(j_star, hi + 1))
 
 
-def _first_valid(o, fp, s1, s2, b10, b20, d1, d2, kprime):
+def _first_valid(o, fp, s1, s2, b10, b20, d1, d2, kprime, weight):
     """Theorem 5.30 for P size pairs at once: the first valid pair of each Γ′ (j ∈ [0, k′]) by binary
     searches (FC(S1) monotone, FC(S2) anti-monotone, PC(x_i) valid on a prefix ∪ a suffix whose ends are
-    found by binary search). Arrays ``[P]``; values along a second axis ``[P, m]``. Returns (found, j)."""
+    found by binary search). Arrays ``[P]``; values along a second axis ``[P, m]``: the distinct (o_i, f′_i)
+    pairs, `weight` times each (values with the same count and f′ have the same conditions). Returns
+    (found, j)."""
     col = lambda a: a[:, None]  # noqa: E731
     c1 = _floor(fp[None, :] * col(s1))
     c2 = _floor(fp[None, :] * col(s2))
@@ -102,9 +104,9 @@ def _first_valid(o, fp, s1, s2, b10, b20, d1, d2, kprime):
         return (b20 if j.ndim == 1 else col(b20)) + j * (d2 if j.ndim == 1 else col(d2))
 
     zero = np.zeros(s1.shape, np.int64)
-    fc1 = _first_true(lambda j: np.minimum(c1 * col(b1(j)), o).sum(1) >= s1 * b1(j), zero, kprime)
+    fc1 = _first_true(lambda j: np.minimum(c1 * col(b1(j)), o) @ weight >= s1 * b1(j), zero, kprime)
     # FC(S2) anti-monotone: last j where it holds = first j where it fails − 1
-    fc2_fail = _first_true(lambda j: np.minimum(c2 * col(b2(j)), o).sum(1) < s2 * b2(j), zero, kprime)
+    fc2_fail = _first_true(lambda j: np.minimum(c2 * col(b2(j)), o) @ weight < s2 * b2(j), zero, kprime)
     lo, hi = fc1, fc2_fail - 1
     # The per-value conditions are linear in j, so their binary searches have closed forms (exact integer
     # arithmetic): `_first_linear` = the smallest j in [lo, hi] with a + j·b ≥ 0, hi + 1 if none.
@@ -171,9 +173,12 @@ def two_size_bucketing(o, fp, *, m_min: int | None = None, m_max: int = 50) -> t
     loss0 = b10 * (s1 - 1) ** 2 + b20 * (s2 - 1) ** 2  # the loss at j = 0, a lower bound (Lemma 5.24)
     step = d2 * (s2 - 1) ** 2 - d1 * (s1 - 1) ** 2  # > 0: the loss grows by `step` per j
     big = np.iinfo(np.int64).max
+    # values with the same count and f′ share every condition: search over the distinct pairs, weighted
+    distinct, weight = np.unique(np.stack([o.astype(np.float64), fp], 1), axis=0, return_counts=True)
+    o_u, fp_u = distinct[:, 0].astype(np.int64), distinct[:, 1]
 
     def search(sel, kprime):
-        found, j = _first_valid(o, fp, s1[sel], s2[sel], b10[sel], b20[sel], d1[sel], d2[sel], kprime)
+        found, j = _first_valid(o_u, fp_u, s1[sel], s2[sel], b10[sel], b20[sel], d1[sel], d2[sel], kprime, weight)
         return np.where(found, loss0[sel] + j * step[sel], big), j
 
     # loss-based pruning (Lemma 5.25), batched: search the pairs of smallest lower bound first; then only

@@ -130,6 +130,20 @@ def test_vectorized_two_size_search_returns_the_sequential_scans_setting(size):
         assert B.two_size_bucketing(o, fp, m_max=m_max) == reference.two_size_bucketing_sequential(o, fp, m_max=m_max)
 
 
+def test_values_with_the_same_count_and_fprime_are_searched_once_with_the_same_result():
+    """The search runs over distinct (count, f′) pairs, weighted: on tables whose values repeat counts (as the
+    paper's |SA| scale-up makes them), the setting is still the sequential scan's."""
+    rng = np.random.default_rng(5)
+    for _ in range(6):
+        base = rng.integers(1, 400, int(rng.integers(3, 9)))
+        o = rng.permutation(np.repeat(base, rng.integers(1, 9, base.size)))
+        fp = np.minimum(1.0, float(rng.uniform(2, 16)) * o / o.sum() + 0.02)
+        m_min = int(np.min(np.ceil(1 / fp - 1e-9)))
+        if m_min >= 50:
+            continue
+        assert B.two_size_bucketing(o, fp, m_max=50) == reference.two_size_bucketing_sequential(o, fp, m_max=50)
+
+
 def test_two_size_is_optimal_among_all_valid_assignments_on_tiny_tables():
     # exhaustive over record assignments is hopeless; exhaustive over two-size settings validated by the
     # exact max-flow test is not: the optimum must equal TwoSizeBucketing's
