@@ -172,7 +172,13 @@ def counts(counts, *, dtype=None):
     if isinstance(counts, jax.core.Tracer):
         raise TypeError("counts must be a concrete array (validate before jit/vmap; vmap over keys instead).")
     if dtype is not None and isinstance(counts, jax.Array) and counts.dtype == np.dtype(dtype):
-        return _device_counts(counts)
+        return _exact_in(*_device_counts(counts), dtype=dtype)
+    try:
+        kind = np.asarray(counts).dtype
+    except (TypeError, ValueError):  # ragged rows: reported below
+        kind = np.dtype(np.float64)
+    if kind.kind in "cUS":
+        raise TypeError(f"counts must be real numbers, got {kind} values (parse or convert them first).")
     try:
         arr = np.asarray(counts, dtype=np.float64)
     except (TypeError, ValueError) as err:
@@ -193,6 +199,16 @@ def counts(counts, *, dtype=None):
     if lo < 0:
         t, j = np.argwhere(arr < 0)[0]
         raise ValueError(f"counts must be non-negative; found {arr[t, j]:g} at timestamp {t}, column {j}.")
+    return out if dtype is None else _exact_in(out, hi, dtype=dtype)
+
+
+def _exact_in(out, hi, *, dtype):
+    """Refuse counts above 2²⁴ in float32: they round, so one user could move a count by 2 or more (the
+    sensitivity the noise is calibrated to is 1)."""
+    if np.dtype(dtype) == np.float32:
+        if hi > 2**24:
+            raise ValueError(f"counts reach {hi:,.0f}, beyond 2**24 = 16,777,216, which float32 cannot hold exactly "
+                             '(neighbouring counts would round apart by more than 1): use noise="float64".')
     return out
 
 @jax.jit
@@ -200,8 +216,9 @@ def _range(x):
     return jnp.min(x), jnp.max(x)
 
 
-def _device_counts(counts: jax.Array) -> jax.Array:
-    """`counts` for a JAX array already of the kernel's dtype: checked on its device, returned as it is."""
+def _device_counts(counts: jax.Array) -> tuple[jax.Array, float]:
+    """`counts` for a JAX array already of the kernel's dtype: checked on its device, returned as it is (with
+    its maximum)."""
     if counts.ndim != 2 or counts.shape[0] == 0 or counts.shape[1] == 0:
         raise ValueError(f"counts must have shape [T, d] with T, d >= 1, got {counts.shape}.")
     lo, hi = (float(v) for v in _range(counts))
@@ -211,7 +228,7 @@ def _device_counts(counts: jax.Array) -> jax.Array:
         arr = np.asarray(counts)
         t, j = np.argwhere(arr < 0)[0]
         raise ValueError(f"counts must be non-negative; found {arr[t, j]:g} at timestamp {t}, column {j}.")
-    return counts
+    return counts, hi
 
 
 def histogram(hist, *, integer: bool = True) -> np.ndarray:
@@ -222,8 +239,8 @@ def histogram(hist, *, integer: bool = True) -> np.ndarray:
     if isinstance(hist, jax.core.Tracer):
         raise TypeError("hist must be a concrete array (validate before jit/vmap; vmap over keys instead).")
     h = np.asarray(hist)
-    if h.dtype == object or not (np.issubdtype(h.dtype, np.number) or h.dtype == bool):
-        raise TypeError(f"hist must be numeric counts, got dtype {h.dtype}.")
+    if h.dtype == object or not (np.issubdtype(h.dtype, np.number) or h.dtype == bool) or np.iscomplexobj(h):
+        raise TypeError(f"hist must be real numeric counts, got dtype {h.dtype}.")
     h = h.astype(np.float64)
     if h.ndim != 1:
         raise ValueError(f"hist must be a 1-D array of bin counts, got shape {h.shape}.")

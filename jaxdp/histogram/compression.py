@@ -10,7 +10,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from jaxdp import _validate, mechanisms, programs, transforms
-from jaxdp.histogram._common import HistogramResult, _check_grid, _over_keys, _prepare, _result, check_histogram
+from jaxdp.histogram._common import HistogramResult, _arithmetic, _check_grid, _over_keys, _prepare, _result, check_histogram
 
 __all__ = ['lpa', 'ACCOUNTINGS', 'dft_sensitivity', 'fpa', 'PENALTIES', 'spa_scores', 'spa', 'EFPA_PENALTIES', 'efpa_scores', 'efpa', 'efpa_core', 'efpa_scores_core', 'spa_core']
 
@@ -31,11 +31,11 @@ def lpa(key: jax.Array, hist, *, epsilon: float, noise: str = "float") -> Histog
       `HistogramResult`: ``counts [n]`` (default float dtype; float64 with ``noise="float64"``), k = n.
       A key array ``[R]`` gives R independent releases ``[R, n]``.
     """
-    with mechanisms.precision(noise if noise in mechanisms.NOISES else "float"):
+    with _arithmetic(noise) as dtype:
         h, noise = _prepare(key, hist, epsilon, noise)
-        _check_grid(noise, epsilon, 1.0)
+        _check_grid(noise, epsilon, 1.0, h)
         out = _over_keys(_lpa, key, h, jnp.asarray(epsilon, h.dtype), noise=mechanisms.kernel_noise(noise))
-        return _result(key, out, h.shape[0], True, epsilon)
+        return _result(key, out.astype(dtype), h.shape[0], True, epsilon)
 
 
 ACCOUNTINGS = ("exact", "paper")
@@ -143,15 +143,15 @@ def fpa(
       `HistogramResult` (``counts [n]``, the given k); ``[R, n]`` for a key array ``[R]``.
     """
     accounting = _validate.option("accounting", accounting, ACCOUNTINGS)
-    with mechanisms.precision(noise if noise in mechanisms.NOISES else "float"):
+    with _arithmetic(noise) as dtype:
         h, noise = _prepare(key, hist, epsilon, noise)
         k = _validate.size("k", k)
         if k > h.shape[0]:
             raise ValueError(f"k = {k} exceeds the number of bins n = {h.shape[0]}; choose 1 <= k <= n.")
         sens = float(dft_sensitivity(h.shape[0], accounting=accounting)[k])
-        _check_grid(noise, epsilon, sens)
+        _check_grid(noise, epsilon, sens, h)
         out = _over_keys(_fpa, key, h, jnp.asarray(epsilon, h.dtype), k=k, sens=sens, noise=mechanisms.kernel_noise(noise))
-        return _result(key, out, k, True, epsilon)
+        return _result(key, out.astype(dtype), k, True, epsilon)
 
 
 @programs.program(static_argnames=("k", "noise"))
@@ -237,14 +237,14 @@ def spa(
     """
     penalty = _validate.option("penalty", penalty, PENALTIES)
     accounting = _validate.option("accounting", accounting, ACCOUNTINGS)
-    with mechanisms.precision(noise if noise in mechanisms.NOISES else "float"):
+    with _arithmetic(noise) as dtype:
         h, noise = _prepare(key, hist, epsilon, noise)
         if noise == "grid":
             raise ValueError('spa has no exact sampler for its K-norm noise: use noise="float" or "float64", '
                              'or efpa/fpa/lpa/php with noise="grid".')
         l2 = _tables(h.shape[0], accounting, 2)
         out, k = _over_keys(spa_core, key, h, jnp.asarray(epsilon, h.dtype), jnp.asarray(l2, h.dtype), penalty=penalty)
-        return _result(key, out, k, True, epsilon)
+        return _result(key, out.astype(dtype), k, True, epsilon)
 
 
 @programs.program(static_argnames=("penalty",))
@@ -320,13 +320,14 @@ def efpa(
     """
     penalty = _validate.option("penalty", penalty, PENALTIES)
     accounting = _validate.option("accounting", accounting, ACCOUNTINGS)
-    with mechanisms.precision(noise if noise in mechanisms.NOISES else "float"):
+    with _arithmetic(noise) as dtype:
         h, noise = _prepare(key, hist, epsilon, noise)
         l1 = _tables(h.shape[0], accounting, 1)
-        _check_grid(noise, epsilon / 2, float(l1[-1]))  # b/γ depends on ε, hardly on Δ (grid_spacing)
+        n = h.shape[0]  # every z = rdft_size(n, k) a choice of k can retain (the noise uses l1[z])
+        _check_grid(noise, epsilon / 2, l1[np.unique(np.minimum(2 * np.arange(1, n // 2 + 2) - 1, n))], h)
         out, k = _over_keys(efpa_core, key, h, jnp.asarray(epsilon, h.dtype), jnp.asarray(l1, h.dtype),
                             noise=mechanisms.kernel_noise(noise), penalty=penalty)
-        return _result(key, out, k, True, epsilon)
+        return _result(key, out.astype(dtype), k, True, epsilon)
 
 
 @programs.program(static_argnames=("noise", "penalty"))

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdp import mechanisms, programs
-from jaxdp.histogram._common import HistogramResult, _check_grid, _over_keys, _prepare, _result, check_histogram
+from jaxdp.histogram._common import HistogramResult, _arithmetic, _check_grid, _over_keys, _prepare, _result, check_histogram
 
 __all__ = ['configuration_error', 'php_depth', 'release_histogram', 'php', 'hpartition', 'php_core', 'release_core', 'prefix_tree', 'PrefixTree', 'abs_deviation']
 
@@ -111,7 +111,7 @@ def release_histogram(key: jax.Array, hist, cuts, *, epsilon: float, noise: str 
     Returns:
       `HistogramResult` (k = the number of segments, `segment_starts` the given configuration).
     """
-    with mechanisms.precision(noise if noise in mechanisms.NOISES else "float"):
+    with _arithmetic(noise) as dtype:
         h, noise = _prepare(key, hist, epsilon, noise)
         n = h.shape[0]
         cut = np.zeros(n, bool)
@@ -120,10 +120,10 @@ def release_histogram(key: jax.Array, hist, cuts, *, epsilon: float, noise: str 
         if cuts.size and (cuts.min() < 1 or cuts.max() >= n):
             raise ValueError(f"cuts must be bin indices in [1, {n - 1}] where a new segment starts.")
         cut[cuts] = True
-        _check_grid(noise, epsilon, 1.0)
+        _check_grid(noise, epsilon, 1.0, h)
         out = _over_keys(_release_jit, key, h, jnp.asarray(cut), jnp.asarray(epsilon, h.dtype),
                          noise=mechanisms.kernel_noise(noise))
-        return _result(key, out, int(cut.sum()), cut, epsilon)
+        return _result(key, out.astype(dtype), int(cut.sum()), cut, epsilon)
 
 
 def release_core(key, h, cut, eps, noise="float"):
@@ -162,11 +162,11 @@ def php(key: jax.Array, hist, *, epsilon: float, noise: str = "float") -> Histog
       `HistogramResult`: ``counts [n]``, the chosen clustering (`segment_starts`, k = its number of
       segments; both derived from private choices, so releasable); ``[R, …]`` for a key array ``[R]``.
     """
-    with mechanisms.precision(noise if noise in mechanisms.NOISES else "float"):
+    with _arithmetic(noise) as dtype:
         h, noise = _prepare(key, hist, epsilon, noise)
-        _check_grid(noise, epsilon / 2, 1.0)
+        _check_grid(noise, epsilon / 2, 1.0, h)
         out, cut = _over_keys(php_core, key, h, jnp.asarray(epsilon, h.dtype), noise=mechanisms.kernel_noise(noise))
-        return _result(key, out, jnp.sum(cut, axis=-1), cut, epsilon)
+        return _result(key, out.astype(dtype), jnp.sum(cut, axis=-1), cut, epsilon)
 
 
 @programs.program(static_argnames=("noise",))

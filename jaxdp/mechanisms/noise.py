@@ -50,9 +50,15 @@ def check_grid_ratio(*, epsilon, sensitivity) -> None:
     sens = np.asarray(sensitivity, np.float64)
     gamma = np.exp2(np.floor(np.log2(sens / 256.0)))
     ratio = (sens + gamma) / (eps * gamma)
-    if np.any(ratio >= exact.MAX_SCALE) or np.any(ratio < 1.0):
+    if np.any(ratio >= exact.MAX_SCALE):
         raise ValueError(
             f'noise="grid" cannot sample this release exactly: its noise-to-grid ratio b/γ is '
-            f"{float(np.max(ratio)):.3g} (ε = {float(np.min(eps)):g}), outside [1, 2**29). Use a larger ε, "
+            f"{float(np.max(ratio)):.3g} (ε = {float(np.min(eps)):g}), at or above 2**29. Use a larger ε, "
+            'or noise="float".'
+        )
+    if np.any(ratio < 1.0):
+        raise ValueError(
+            f'noise="grid" cannot sample this release exactly: its noise-to-grid ratio b/γ is '
+            f"{float(np.min(ratio)):.3g} (ε = {float(np.max(eps)):g}), below 1. Use a smaller ε, "
             'or noise="float".'
         )

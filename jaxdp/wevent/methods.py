@@ -223,12 +223,16 @@ def run(
       A `WEventResult`.
     """
     _validate.key(key)
+    if key.ndim > 1:
+        raise ValueError(f"key must be one typed key or a 1-D key array [R] (one run per key); got shape {key.shape}.")
     _validate.option("method", method, METHODS)
     _validate.size("w", w)
     _validate.positive_scalar("epsilon", epsilon)
     noise = mechanisms.check_noise(noise)
     with mechanisms.precision(noise):
+        _check_epsilon_range(float(epsilon), int(w))
         data = check_counts(counts, dtype=_validate.float_dtype())  # checked and cast in one pass
+        _check_grid_range(noise, float(jnp.max(data)) if noise == "grid" else 0.0)
     t = data.shape[0]
     shift = _check_shift(shift, method, data.shape[1], int(w))
     _check_grid(noise, method, w, float(epsilon), data.shape[1], shift)
@@ -275,6 +279,27 @@ def _check_initial(initial, method) -> str:
     return initial
 
 
+_GRID_MAX_COUNT = (2**29 - 1) * 2.0**-8  # the exact sampler clamps round(x/γ) at 2²⁹ − 1 (γ = 2⁻⁸ for counts)
+
+
+def _check_grid_range(noise, hi):
+    """noise="grid": refuse counts the exact sampler would clamp (private, but wrong)."""
+    if noise == "grid" and hi > _GRID_MAX_COUNT:
+        raise ValueError(f'noise="grid" holds counts up to (2**29 - 1)·2**-8 = {_GRID_MAX_COUNT:,.0f}; these reach '
+                         f'{hi:,.0f}: use noise="float64".')
+
+
+def _check_epsilon_range(eps, w):
+    """Refuse an ε whose per-timestamp budgets or their quanta (ε/2³¹ for BD) would overflow or fall below the
+    normal range of the kernel's float dtype (ε = 1e39 is inf in float32, ε = 1e-38 / w is 0)."""
+    info = np.finfo(_validate.float_dtype())
+    lo, hi = float(info.tiny) * 2.0**40 * w, float(info.max) * 2.0**-40
+    if not lo <= eps <= hi:
+        hint = "" if info.dtype == np.float64 else ' (or use noise="float64")'
+        raise ValueError(f"epsilon = {eps:g} is outside [{lo:.3g}, {hi:.3g}], where this stream's budgets stay exact "
+                         f"in {info.dtype}{hint}.")
+
+
 def _check_grid(noise, method, w, eps, d, shift=False):
     """noise="grid": refuse settings whose fixed budgets cannot be sampled exactly (checked eagerly)."""
     if noise != "grid":
@@ -314,10 +339,14 @@ class WEventStream:
     def __init__(self, key: jax.Array, *, d: int, method: str, w: int, epsilon: float, shift: bool | str = False,
                  start: int = 1, noise: str = "float", initial: str = "zero"):
         _validate.key(key)
+        if key.shape != ():
+            raise ValueError(f"WEventStream takes one typed key, got a key array of shape {key.shape} (one stream per key).")
         _validate.option("method", method, METHODS)
         self.d, self.w = _validate.size("d", d), _validate.size("w", w)
         _validate.positive_scalar("epsilon", epsilon)
         self.noise = mechanisms.check_noise(noise)
+        with mechanisms.precision(self.noise):
+            _check_epsilon_range(float(epsilon), self.w)
         shift = _check_shift(shift, method, self.d, self.w)
         _check_grid(self.noise, method, self.w, float(epsilon), self.d, shift)
         self.key, self.method, self.eps, self.shift = key, method, float(epsilon), shift
@@ -331,10 +360,13 @@ class WEventStream:
     def push(self, counts) -> WEventResult:
         """Release timestamp i's counts ``[d]``; returns a `WEventResult` of this one timestamp (``releases [1, d]``
         and the ledger entries ``[1]``): the results of all pushes, concatenated, are `run`'s."""
+        if np.ndim(counts) != 1:
+            raise ValueError(f"push takes one timestamp's {self.d} counts (a 1-D array), got shape {np.shape(counts)}.")
         with mechanisms.precision(self.noise):  # checked and cast as `run` does (1e300 into float32 is refused)
-            c = check_counts(np.asarray(counts, np.float64).reshape(1, -1), dtype=self.dtype)[0]
+            c = check_counts(np.asarray(counts).reshape(1, -1), dtype=self.dtype)[0]
         if c.shape[0] != self.d:
             raise ValueError(f"expected {self.d} counts, got {c.shape[0]}.")
+        _check_grid_range(self.noise, float(jnp.max(c)) if self.noise == "grid" else 0.0)
         if self.i >= 2**32:
             raise ValueError("timestamp 2**32 reached: keys are indexed by uint32; start a new stream with a new key.")
         force = 1 if (self.initial == "publish" and self.i == self.start - 1) else -1

@@ -8,7 +8,13 @@ __all__ = ['window_sums', 'mae', 'mre']
 
 
 def window_sums(eps1, eps2, w: int) -> np.ndarray:
-    """Σ of ε_{k,1} + ε_{k,2} over every window [i−w+1, i] (windows cut at the stream start), ``[T]``."""
+    """Σ of ε_{k,1} + ε_{k,2} over every window [i−w+1, i] (windows cut at the stream start), ``[T]``.
+
+    Raises:
+      ValueError: w is not an integer ≥ 1 (a window of 0 would sum to 0 and pass any check).
+    """
+    if isinstance(w, (bool, np.bool_)) or not isinstance(w, (int, np.integer)) or w < 1:
+        raise ValueError(f"w must be an integer >= 1 (the window length), got {w!r}.")
     total = np.asarray(eps1, np.float64) + np.asarray(eps2, np.float64)
     csum = np.concatenate([np.zeros(total.shape[:-1] + (1,)), np.cumsum(total, axis=-1)], axis=-1)
     idx = np.arange(total.shape[-1])

@@ -13,6 +13,8 @@ from jaxtyping import Array, Bool, Float
 from jaxdp import _validate, mechanisms
 from jaxdp.wevent.methods import (
     _SINCE_CAP,
+    _check_epsilon_range,
+    _check_grid_range,
     _min_publication_budget,
     _quanta,
     check_counts,
@@ -144,13 +146,17 @@ def run_partitioned(key: jax.Array, counts, *, method: str, w: int, epsilon: flo
     _validate.positive_scalar("epsilon", epsilon)
     noise = mechanisms.check_noise(noise)
     with mechanisms.precision(noise):
+        _check_epsilon_range(float(epsilon), int(w))
         data = check_counts(counts, dtype=_validate.float_dtype())  # checked and cast in one pass
+        _check_grid_range(noise, float(jnp.max(data)) if noise == "grid" else 0.0)
     g = _validate.size("groups", groups)
     if g > data.shape[1]:
         raise ValueError(f"groups = {g} exceeds the number of columns d = {data.shape[1]}.")
     p = None if regroup_every is None else _validate.size("regroup_every", regroup_every)
     if noise == "grid":
-        mechanisms.check_grid_ratio(epsilon=float(epsilon) / (2 * w), sensitivity=1.0 / max(_group_sizes(data.shape[1], g)))
+        # every group's dissimilarity has sensitivity 1/size: check each size (the ratio is not monotone in it)
+        sizes = np.unique(np.asarray(_group_sizes(data.shape[1], g)))
+        mechanisms.check_grid_ratio(epsilon=float(epsilon) / (2 * w), sensitivity=1.0 / sizes)
     with mechanisms.precision(noise):
         kw = dict(method=method, w=int(w), g=g, regroup_every=p, noise=mechanisms.kernel_noise(noise))
         if key.shape == ():

@@ -480,3 +480,35 @@ def test_clamp_is_post_processing_and_bad_options_are_refused(key):
         H.publish(key, [1, 2, 3], method="lpa", epsilon=1.0, accounting="exact")
     with pytest.raises(ValueError, match="accounting"):
         H.fpa(key, [1, 2, 3], epsilon=1.0, k=2, accounting="tight")
+
+
+@pytest.mark.parametrize("method", ["lpa", "fpa", "efpa", "php"])
+def test_float_noise_computes_in_float64_and_only_casts_the_release(method, key):
+    """Every histogram release computes in float64 whatever `noise`: in float32, counts near 2²⁵ or a DFT
+    coordinate of a histogram of 4·10⁷ records round by more than the sensitivity (up to 4×, found in review).
+    The float release is the float64 release cast, bit for bit, for one key and for a key array."""
+    h = np.random.default_rng(0).poisson(1e4, 64).astype(np.float64)
+    h[3] = 2**25 + 3
+    kw = dict(k=5) if method == "fpa" else {}
+    for k in (key, jax.random.split(key, 2)):
+        a = getattr(H, method)(k, h, epsilon=1.0, **kw)
+        b = getattr(H, method)(k, h, epsilon=1.0, noise="float64", **kw)
+        assert a.counts.dtype == jnp.float32 and b.counts.dtype == jnp.float64
+        np.testing.assert_array_equal(np.asarray(a.counts), np.asarray(b.counts).astype(np.float32))
+        np.testing.assert_array_equal(np.asarray(a.k), np.asarray(b.k))
+
+
+def test_grid_noise_refuses_what_it_would_clamp_or_cannot_sample(key):
+    """The exact sampler holds values up to (2²⁹ − 1)·γ and ratios b/γ in [1, 2²⁹): beyond, a clear error (it
+    used to clamp a bin of 3·10⁶ to 2,097,152, and EFPA checked only its largest z, releasing NaN)."""
+    with pytest.raises(ValueError, match="holds values up to"):
+        H.lpa(key, [3e6, 1.0], epsilon=200.0, noise="grid")
+    with pytest.raises(ValueError, match="holds values up to"):
+        H.php(key, [1e7] * 4, epsilon=1.0, noise="grid")
+    with pytest.raises(ValueError, match="at or above 2\\*\\*29"):
+        H.efpa(key, [1.0, 2.0, 3.0, 4.0, 5.0], epsilon=1.364e-6, noise="grid")
+    with pytest.raises(ValueError, match="Use a smaller ε"):
+        H.lpa(key, [1.0, 2.0], epsilon=1e4, noise="grid")
+    assert np.isfinite(np.asarray(H.lpa(key, [2e6, 1.0], epsilon=1.0, noise="grid").counts)).all()
+    with pytest.raises(TypeError, match="real numeric"):
+        H.lpa(key, [1 + 1j, 2.0], epsilon=1.0)

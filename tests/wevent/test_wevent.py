@@ -366,3 +366,43 @@ def test_initial_publish_forces_only_the_first_timestamp_and_streams_the_same(ke
     np.testing.assert_array_equal(np.concatenate(outs), np.asarray(pub.releases))
     if not bool(zero.published[0]):  # the default leaves the zero vector standing at timestamp 1
         np.testing.assert_array_equal(np.asarray(zero.releases[0]), np.zeros(6))
+
+
+@pytest.mark.parametrize("as_jax", [False, True])
+def test_counts_float32_cannot_hold_exactly_are_refused(key, as_jax):
+    """Above 2²⁴ float32 rounds counts apart by 2 or more (one user would move the release by more than the
+    sensitivity 1): refused, with noise="float64" as the way out; noise="grid" refuses what it would clamp."""
+    counts = np.array([[2.0**24 + 2, 1.0], [5.0, 1.0]])
+    data = jnp.asarray(counts, jnp.float32) if as_jax else counts
+    with pytest.raises(ValueError, match="beyond 2\\*\\*24"):
+        wevent.run(key, data, method="bd", w=2, epsilon=1.0)
+    with pytest.raises(ValueError, match="beyond 2\\*\\*24"):
+        wevent.WEventStream(key, d=2, method="bd", w=2, epsilon=1.0).push(counts[0])
+    assert wevent.run(key, counts, method="bd", w=2, epsilon=1.0, noise="float64").releases.dtype == jnp.float64
+    with pytest.raises(ValueError, match="holds counts up to"):
+        wevent.run(key, [[3e6, 1.0]], method="bd", w=2, epsilon=1.0, noise="grid")
+    with pytest.raises(ValueError, match="holds counts up to"):
+        wevent.WEventStream(key, d=2, method="bd", w=2, epsilon=1.0, noise="grid").push([3e6, 1.0])
+    with pytest.raises(ValueError, match="holds counts up to"):
+        wevent.run_partitioned(key, [[3e6, 1.0]], method="bd", w=2, epsilon=1.0, groups=2, noise="grid")
+
+
+def test_inputs_found_in_review_get_clear_errors(key):
+    """Each of these was accepted silently or ended in a JAX traceback."""
+    ones = np.ones((3, 2))
+    cases = [
+        (lambda: wevent.run(key, ones, method="bd", w=2, epsilon=1e39), ValueError, "outside"),
+        (lambda: wevent.run(key, ones, method="bd", w=100, epsilon=1e-38), ValueError, "outside"),
+        (lambda: wevent.run(key, [[1 + 1j, 2.0]], method="bd", w=2, epsilon=1.0), TypeError, "real numbers"),
+        (lambda: wevent.run(key, [["1", "2"]], method="bd", w=2, epsilon=1.0), TypeError, "real numbers"),
+        (lambda: wevent.run(jax.random.split(key, (2, 3)), ones, method="bd", w=2, epsilon=1.0), ValueError, "1-D key"),
+        (lambda: wevent.WEventStream(jax.random.split(key, 2), d=2, method="bd", w=2, epsilon=1.0), ValueError, "one typed key"),
+        (lambda: wevent.WEventStream(key, d=6, method="bd", w=2, epsilon=1.0).push(np.ones((2, 3))), ValueError, "1-D"),
+        (lambda: wevent.window_sums(np.ones(4), np.ones(4), 0), ValueError, "w must be"),
+        # two groups of sizes 4 and 3: the smaller group's ratio is out of range (it used to never publish)
+        (lambda: wevent.run_partitioned(key, np.ones((4, 7)), method="bd", w=2, epsilon=2.2e-6, groups=2, noise="grid"),
+         ValueError, "2\\*\\*29"),
+    ]
+    for call, error, match in cases:
+        with pytest.raises(error, match=match):
+            call()
