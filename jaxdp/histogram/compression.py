@@ -191,6 +191,8 @@ def _score_inputs(hist, epsilon, penalty, accounting, *, norm):
 def spa_scores(hist, *, epsilon: float, penalty: str = "consistent", accounting: str = "exact") -> Float[Array, " n"]:
     """SPA's ``U(H, k)`` for k = 1 … n: ``sqrt(Σ_{i ≥ k} c_i²) + noise term``, c = `rdft`(H), ε_n = ε/2 the
     noise budget. Sensitivity of U: 1 (the data term is the L2 norm of a projection of H). Shape ``[n]``.
+    **Not private**: computed from the raw histogram (what `spa`'s exponential mechanism scores; a curator's
+    diagnostic, never to be published).
 
     `penalty`: ``"consistent"`` (default) ``k·Δ₂(k)/ε_n``, the expected norm of the K-norm noise SPA adds
     (density ∝ exp(−ε_n‖z‖₂/Δ₂) in k dimensions: ‖z‖ ~ Gamma(k, ε_n/Δ₂)); ``"paper"`` ``k√n/ε_n`` (the
@@ -275,6 +277,8 @@ def efpa_scores(hist, *, epsilon: float, penalty: str = "consistent", accounting
     """EFPA's ``u(H, k)`` (the paper's Eq. 3 as used in Algorithm 2) for k = 1 … m = ⌊n/2⌋ + 1:
     ``sqrt(energy of the removed real coordinates) + noise term`` with z = `rdft_size`(n, k). The data term
     moves by at most 1 between neighbours (Theorem 6); the noise term is public. Shape ``[m]`` (index k−1).
+    **Not private**: computed from the raw histogram (what `efpa`'s exponential mechanism scores; a curator's
+    diagnostic, never to be published).
 
     `penalty`: ``"consistent"`` (default) the root expected squared error of the noise EFPA actually adds,
     z coordinates with ``Lap(2Δ₁(z)/ε)``: ``√(2z)·2Δ₁(z)/ε`` (= 2√2·z/ε with the paper's Δ₁ = √z);

@@ -116,7 +116,10 @@ def release_histogram(key: jax.Array, hist, cuts, *, epsilon: float, noise: str 
         n = h.shape[0]
         cut = np.zeros(n, bool)
         cut[0] = True
-        cuts = np.asarray(cuts, dtype=np.int64).reshape(-1)
+        raw = np.asarray(cuts).reshape(-1)
+        if raw.size and (raw.dtype == bool or not np.issubdtype(raw.dtype, np.number) or np.any(raw != np.round(raw))):
+            raise ValueError(f"cuts must be integer bin indices, got {cuts!r}.")
+        cuts = raw.astype(np.int64)
         if cuts.size and (cuts.min() < 1 or cuts.max() >= n):
             raise ValueError(f"cuts must be bin indices in [1, {n - 1}] where a new segment starts.")
         cut[cuts] = True

@@ -396,6 +396,9 @@ def test_bad_input_is_rejected_with_clear_errors(key):
         H.lpa(jax.random.PRNGKey(0), [1, 2], epsilon=1.0)
     with pytest.raises(ValueError, match="no records"):
         H.kl_divergence([0, 0], [1.0, 1.0])
+    for cuts in ([2.7], [True]):  # were truncated to 2 and taken as 1
+        with pytest.raises(ValueError, match="integer bin indices"):
+            H.release_histogram(key, [1, 2, 3, 4], cuts, epsilon=1.0)
 
 
 @pytest.mark.parametrize("method", ["lpa"] + [pytest.param(m, marks=pytest.mark.slow) for m in ("fpa", "efpa", "php")])
