@@ -13,6 +13,7 @@ from jaxtyping import Array, Bool, Float
 from jaxdp import _validate, mechanisms
 from jaxdp.wevent.methods import (
     _SINCE_CAP,
+    _arithmetic,
     _check_epsilon_range,
     _check_grid_range,
     _min_publication_budget,
@@ -145,7 +146,7 @@ def run_partitioned(key: jax.Array, counts, *, method: str, w: int, epsilon: flo
     w = _validate.size("w", w)
     _validate.positive_scalar("epsilon", epsilon)
     noise = mechanisms.check_noise(noise)
-    with mechanisms.precision(noise):
+    with _arithmetic(noise):  # float64 for "grid": the groups' dissimilarity sums without float32 rounding
         _check_epsilon_range(float(epsilon), int(w))
         data = check_counts(counts, dtype=_validate.float_dtype())  # checked and cast in one pass
         _check_grid_range(noise, float(jnp.max(data)) if noise == "grid" else 0.0)
@@ -157,8 +158,14 @@ def run_partitioned(key: jax.Array, counts, *, method: str, w: int, epsilon: flo
         # every group's dissimilarity has sensitivity 1/size: check each size (the ratio is not monotone in it)
         sizes = np.unique(np.asarray(_group_sizes(data.shape[1], g)))
         mechanisms.check_grid_ratio(epsilon=float(epsilon) / (2 * w), sensitivity=1.0 / sizes)
-    with mechanisms.precision(noise):
+    with _arithmetic(noise):
         kw = dict(method=method, w=int(w), g=g, regroup_every=p, noise=mechanisms.kernel_noise(noise))
         if key.shape == ():
-            return _run_partitioned(key, data, float(epsilon), **kw)
-        return jax.vmap(lambda k: _run_partitioned(k, data, float(epsilon), **kw))(key)
+            out = _run_partitioned(key, data, float(epsilon), **kw)
+        else:
+            out = jax.vmap(lambda k: _run_partitioned(k, data, float(epsilon), **kw))(key)
+    if noise == "grid":  # released in the default float dtype, as before (a cast of the release)
+        dtype = _validate.float_dtype()
+        out = out._replace(releases=out.releases.astype(dtype), eps1=out.eps1.astype(dtype),
+                           eps2=out.eps2.astype(dtype), group_eps2=out.group_eps2.astype(dtype))
+    return out

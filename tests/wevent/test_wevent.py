@@ -406,3 +406,40 @@ def test_inputs_found_in_review_get_clear_errors(key):
     for call, error, match in cases:
         with pytest.raises(error, match=match):
             call()
+
+
+def _snapped_moves(dtype, trials=60, d=100):
+    """Largest move of the grid-snapped dissimilarity between neighbouring count vectors (one more user in one
+    column), over the sensitivity Δ + γ the exact sampler calibrates to; counts ≈ 5,000, the last release on
+    the grid 2⁻⁸ (a grid release)."""
+    from jaxdp.wevent.methods import dissimilarity
+
+    mae = jax.jit(jax.vmap(dissimilarity, (0, None)))
+    sens = 1.0 / d
+    gamma = 2.0 ** np.floor(np.log2(sens / 256))
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for _ in range(trials):
+        c = rng.integers(4000, 6000, d).astype(np.float64)
+        last = np.round(rng.normal(100, 50, d) * 256) / 256
+        neighbours = np.concatenate([c[None], c + np.eye(d)])
+        m = np.asarray(mae(jnp.asarray(neighbours, dtype), jnp.asarray(last, dtype)), np.float64)
+        snapped = np.round(m / gamma) * gamma
+        worst = max(worst, float(np.abs(snapped[1:] - snapped[0]).max()) / (sens + gamma))
+    return worst
+
+
+def test_grid_dissimilarity_is_summed_in_float64_and_stays_within_its_sensitivity(x64):
+    """`noise="grid"` runs w-event in float64: there the snapped dissimilarity of neighbours moves by at most
+    Δ + γ; in float32 (the arithmetic before) the same query moved by more (the test can fail)."""
+    assert _snapped_moves(jnp.float64) <= 1.0
+    assert _snapped_moves(jnp.float32) > 1.0
+
+
+def test_grid_releases_keep_the_default_dtype(key):
+    counts = wevent.synthetic_counts(4, timestamps=6, columns=5)
+    r = wevent.run(key, counts, method="bd", w=3, epsilon=1.0, noise="grid")
+    p = wevent.run_partitioned(key, counts, method="bd", w=3, epsilon=1.0, groups=2, noise="grid")
+    s = wevent.WEventStream(key, d=5, method="bd", w=3, epsilon=1.0, noise="grid").push(counts[0])
+    assert r.releases.dtype == p.releases.dtype == s.releases.dtype == np.float32  # computed in float64, cast
+    np.testing.assert_array_equal(np.asarray(r.releases[:1]), s.releases)
