@@ -158,6 +158,11 @@ def key(value: Any, name: str = "key") -> jax.Array:
             f"got {type(value).__name__} with dtype {dt}. Legacy uint32 keys from jax.random.PRNGKey are "
             "not accepted: wrap them with jax.random.wrap_key_data."
         )
+    if getattr(value, "ndim", 0) >= 1 and value.size > 1 and not isinstance(value, jax.core.Tracer):
+        words = np.asarray(jax.random.key_data(value)).reshape(value.size, -1)
+        if np.unique(words, axis=0).shape[0] < value.size:
+            raise ValueError(f"{name} array holds the same key more than once: every release needs its own key "
+                             "(jax.random.split(key, R) gives R distinct ones).")
     return value
 
 

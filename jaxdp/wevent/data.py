@@ -43,6 +43,8 @@ def load_counts(path: str) -> np.ndarray:
         float(rows[0][0])
     except ValueError:
         rows = rows[1:]  # header
+    if not rows:
+        raise ValueError(f"{path} has a header but no rows of counts.")
     widths = {len(r) for r in rows}
     if len(widths) != 1:
         raise ValueError(f"{path}: rows have different numbers of columns {sorted(widths)} (ragged rows).")

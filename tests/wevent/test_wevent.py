@@ -165,6 +165,9 @@ def test_csv_loader(tmp_path):
     p.write_text("1,2\n3\n")
     with pytest.raises(ValueError, match="ragged"):
         wevent.load_counts(str(p))
+    p.write_text("a,b\n")
+    with pytest.raises(ValueError, match="no rows"):
+        wevent.load_counts(str(p))
 
 
 @pytest.mark.parametrize("method", wevent.METHODS)
@@ -399,6 +402,7 @@ def test_inputs_found_in_review_get_clear_errors(key):
         (lambda: wevent.WEventStream(jax.random.split(key, 2), d=2, method="bd", w=2, epsilon=1.0), ValueError, "one typed key"),
         (lambda: wevent.WEventStream(key, d=6, method="bd", w=2, epsilon=1.0).push(np.ones((2, 3))), ValueError, "1-D"),
         (lambda: wevent.window_sums(np.ones(4), np.ones(4), 0), ValueError, "w must be"),
+        (lambda: wevent.run(jnp.stack([key, key]), ones, method="bd", w=2, epsilon=1.0), ValueError, "same key"),
         # two groups of sizes 4 and 3: the smaller group's ratio is out of range (it used to never publish)
         (lambda: wevent.run_partitioned(key, np.ones((4, 7)), method="bd", w=2, epsilon=2.2e-6, groups=2, noise="grid"),
          ValueError, "2\\*\\*29"),
