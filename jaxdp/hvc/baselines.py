@@ -18,7 +18,7 @@ import numpy as np
 
 from jaxdp import _validate, mechanisms
 from jaxdp.hvc.config import HVCConfig
-from jaxdp.hvc.stream import Result, _frame_epsilon, _prepare
+from jaxdp.hvc.stream import Result, _frame_epsilon, _output_dtype, _prepare
 
 __all__ = ["pln", "frame_mean", "microaggregate", "midpoint"]
 
@@ -64,10 +64,10 @@ def pln(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bounds, i
         def release(k, v):
             return mechanisms.laplace_mechanism(k, v, epsilon=eps, sensitivity=sens, noise=kernel)
 
-        xj = jnp.asarray(x, dtype)
+        xj = jnp.asarray(x - lo, dtype)  # shifted in float64 first: x itself may not fit float32's resolution
         release = jax.jit(release)
         out = release(key, xj) if key.shape == () else jax.vmap(release, in_axes=(0, None))(key, xj)
-        out = np.asarray(out).reshape(shape)
+        out = (np.asarray(out, np.float64) + lo).reshape(shape).astype(_output_dtype(lo, hi, dtype))
     return Result(
         records=out, index=index, delay=np.zeros_like(index), footrule=np.zeros_like(index), capped=planner.capped,
         superseded=planner.superseded, dropped=planner.dropped, epsilon_spent=eps_frames, frame=frame,
@@ -80,11 +80,13 @@ def _clamped(records, index, lo, hi):
     return np.clip(np.where(np.isnan(x), 0.5 * (lo + hi), x), lo, hi)
 
 
-def _group_release(key, x, group, eps_group, sizes, sens, config):
+def _group_release(key, x, group, eps_group, sizes, sens, config, lo):
     """Noisy group means: for each group g, mean + Lap(ΣΛ/(|g|·ε_g)) (one record moves the mean by ≤ ΣΛ/|g|
-    in L1); `key` ``[]`` or ``[R]``; returns ``[(R,) G, d]`` host float64."""
+    in L1); `key` ``[]`` or ``[R]``; returns ``[(R,) G, d]`` host float64. The means are shifted by the domain's
+    lower bound in float64 before they reach the (float32) noise, as `anonymize` codes x − lo: a mean near 10⁹
+    would otherwise round to float32's grid of 64 before the noise, which can tell neighbours apart."""
     sums = np.zeros((sizes.shape[0], x.shape[1]))
-    np.add.at(sums, group, x)
+    np.add.at(sums, group, x - lo)
     means = sums / sizes[:, None]
     noise = mechanisms.check_noise(config.noise)
     with mechanisms.precision(noise):
@@ -92,7 +94,7 @@ def _group_release(key, x, group, eps_group, sizes, sens, config):
         eps = jnp.asarray(eps_group[:, None], dtype)
         sens_g = jnp.asarray((sens / sizes)[:, None], dtype)
         out = _noisy_means(key, jnp.asarray(means, dtype), eps, sens_g, mechanisms.kernel_noise(noise))
-        return np.asarray(out, np.float64)
+        return np.asarray(out, np.float64) + lo
 
 
 @functools.partial(jax.jit, static_argnums=(4,))
@@ -124,7 +126,7 @@ def frame_mean(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bo
     records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, epsilon, ids, bounds)
     x = _clamped(records, index, lo, hi)
     sizes = np.bincount(frame, minlength=eps_frames.shape[0]).astype(np.float64)
-    noisy = _group_release(key, x, frame, eps_frames, sizes, float(np.sum(hi - lo)), config)  # [(R,) F, d]
+    noisy = _group_release(key, x, frame, eps_frames, sizes, float(np.sum(hi - lo)), config, lo)  # [(R,) F, d]
     w = (sizes * eps_frames) ** 2  # 1 / variance of each frame's noisy mean (up to a constant)
     running = np.cumsum(noisy * w[:, None], axis=-2) / np.cumsum(w)[:, None]
     out = np.clip(running, lo, hi)[..., frame, :]
@@ -151,13 +153,13 @@ def microaggregate(
     _, grp = np.unique(key_rows, return_inverse=True)
     sizes = np.bincount(grp).astype(np.float64)
     eps_group = eps_frames[np.asarray([frame[np.argmax(grp == g)] for g in range(sizes.shape[0])])]
-    noisy = _group_release(key, x, grp, eps_group, sizes, float(np.sum(hi - lo)), config)
+    noisy = _group_release(key, x, grp, eps_group, sizes, float(np.sum(hi - lo)), config, lo)
     out = np.clip(noisy, lo, hi)[..., grp, :]
     return _result(out, index, frame, planner, eps_frames, private, lo, hi)
 
 
 def _result(out, index, frame, planner, eps_frames, private, lo, hi):
-    dtype = jnp.zeros(()).dtype
+    dtype = _output_dtype(lo, hi, jnp.zeros(()).dtype)  # as `anonymize`: float64 where float32 cannot resolve the domain
     return Result(
         records=out.astype(dtype), index=index, delay=np.zeros_like(index), footrule=np.zeros_like(index),
         capped=planner.capped, superseded=planner.superseded, dropped=planner.dropped, epsilon_spent=eps_frames,

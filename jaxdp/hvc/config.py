@@ -11,7 +11,9 @@ from jaxdp import _validate, mechanisms
 from jaxdp.hvc import predict
 from jaxdp.transforms import orders
 
-__all__ = ["HVCConfig"]
+__all__ = ["HVCConfig", "VARIANCE_SHARE"]
+
+VARIANCE_SHARE = 0.05  # of each frame's budget ε_f, spent on the frame's noisy column variances (out of the share)
 
 _REORDERS = ("none", "paper")
 _STRATEGIES = ("lagrangian", "s1", "s2")
@@ -60,7 +62,8 @@ class HVCConfig:
         (one query over the frame's r records, L1 sensitivity ΣΛ/r); the blocks get (1 − s)·ε_f. The
         noisy means of all frames so far are combined (inverse-variance weights) into a running
         estimate that the ``"frame_mean"`` mode predicts from — post-processing of released values.
-        None: 0.5 when ``"frame_mean"`` is a mode, else 0 (no such query).
+        None: 0.5 when ``"frame_mean"`` is a mode, else 0 (no such query). Where blocks may be coded, a part
+        `VARIANCE_SHARE` (0.05) of ε_f out of s goes to the frame's noisy column variances, so s must exceed it.
       prune: drop (t, σ) candidates whose Laplace error alone exceeds the largest possible
         removal error ``Σ max(hi - x̂, x̂ - lo)²`` (public values only) before selection.
       clip_output: clip released blocks to the domain (post-processing).
@@ -137,6 +140,9 @@ class HVCConfig:
         if ("frame_mean" in modes) != (share > 0):
             raise ValueError('frame_mean_share > 0 exactly when "frame_mean" is one of the modes (the query would '
                              "otherwise be wasted or missing).")  # fmt: skip
+        if 0 < share <= VARIANCE_SHARE:  # the share pays for the variance query too: a smaller one overspends ε_f
+            raise ValueError(f"frame_mean_share must exceed {VARIANCE_SHARE} (it includes the frame's variance "
+                             f"query, {VARIANCE_SHARE} of ε_f), got {share!r}.")
         object.__setattr__(self, "frame_mean_share", float(share))
         if self.split[2] <= 0 and self.n_candidates > 1:
             raise ValueError("split gives the mode selection (ε_E) no budget but there are several modes.")

@@ -31,7 +31,7 @@ import numpy as np
 
 from jaxdp import _host
 from jaxdp.hvc import codec
-from jaxdp.hvc.config import HVCConfig
+from jaxdp.hvc.config import VARIANCE_SHARE, HVCConfig
 from jaxdp.privacy import release_is_private
 
 __all__ = ["Result", "anonymize", "anonymize_streams", "StreamAnonymizer", "BudgetExhaustedWarning"]
@@ -362,7 +362,7 @@ def plan_distinct(planner: Planner, n_rows: int) -> list[tuple[np.ndarray, int]]
     return frames + planner.flush(n_rows - 1)
 
 
-_VARIANCE_SHARE = 0.05  # of each frame's budget ε_f, spent on the frame's noisy column variances
+_VARIANCE_SHARE = VARIANCE_SHARE  # of each frame's budget ε_f, spent on the frame's noisy column variances
 # Blocks are coded only when the first coefficient's Laplace error is at most this fraction of the energy
 # a coefficient holds on average (V/d per record for a residual spread evenly over the d columns). 1/4,
 # chosen by measurement (benchmarks/bench_utility.py): at 1 the blocks went live on Census at ε_f = 30

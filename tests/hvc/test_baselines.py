@@ -34,3 +34,23 @@ def test_baselines_match_a_numpy_reference_and_repeat_over_keys(key, release, x6
     else:
         want = np.concatenate([np.repeat(data[i:i + 4].mean(0, keepdims=True), 4, 0) for i in range(0, 20, 4)])
     np.testing.assert_allclose(exact, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("release", ["pln", "frame_mean", "microaggregate"])
+def test_baselines_code_values_shifted_by_lo_so_far_domains_keep_their_noise(key, release):
+    """Found in review: on the domain [10⁹ + 31.5, 10⁹ + 32.5] the baselines rounded the data to float32's grid
+    of 64 *before* the noise, so a record at lo + 0.4 always came out as 10⁹ and one at lo + 0.6 as 10⁹ + 64 (a
+    neighbour told apart every time). Coded as x − lo, as `anonymize` does, the releases spread over the noise."""
+    lo = 1e9 + 31.5
+    bounds = np.array([[lo], [lo + 1.0]])
+    cfg = jaxdp.HVCConfig(4, 2, records_per_subject=1)
+    fn = getattr(jaxdp, release)
+    outs = []
+    for value in (0.4, 0.6):
+        data = np.full((8, 1), lo + value)
+        r = fn(jax.random.split(key, 50), data, cfg, epsilon=1.0, bounds=bounds)
+        assert r.records.dtype == np.float64  # float32 cannot resolve this domain (as `anonymize`)
+        outs.append(np.asarray(r.records)[:, 0, 0])
+    for out in outs:
+        assert np.unique(out).size > 20
+    assert np.abs(np.median(outs[0]) - np.median(outs[1])) < 5.0  # 64 apart before the fix

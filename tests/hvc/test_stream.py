@@ -588,6 +588,8 @@ def test_frame_mean_layer_splits_each_frames_budget(key):
                 np.testing.assert_array_equal(rows, np.broadcast_to(rows[0], rows.shape))
     with pytest.raises(ValueError, match="frame_mean_share"):
         jaxdp.HVCConfig(8, 3, modes=predict.PAPER_MODES, frame_mean_share=0.5)
+    with pytest.raises(ValueError, match="must exceed 0.05"):  # the share pays for the variance query too
+        jaxdp.HVCConfig(8, 3, frame_mean_share=0.01)
 
 
 @pytest.mark.slow
