@@ -189,7 +189,7 @@ def _compressive_public(key, d, epsilon, config, sparsity, k, noise):
     if k > n:
         raise ValueError(f"k = {k} samples exceed n = {n}: the projection would not compress; choose k <= n.")
     if noise == "grid":
-        mechanisms.check_grid_ratio(epsilon=eps_noise / config.l1_sensitivity, sensitivity=math.sqrt(k))
+        mechanisms.check_grid_ratio(epsilon=eps_noise / config.l1_sensitivity, sensitivity=math.sqrt(k), coordinates=k)
     out = _compressive_jit(k_phi, k_noise, dj, s, jnp.asarray(eps_noise / config.l1_sensitivity, dtype),
                            k, _basis_key(config.basis), config.iterations, config.refit, kn)
     return CompressiveResult(out, s, k, float(epsilon), True)
@@ -222,7 +222,8 @@ def measure(key_phi: jax.Array, key_noise: jax.Array, d, *, epsilon, k: int, noi
       ``(phi [k, n], y_star [k])`` in the dtype of `d`.
     """
     phi = projection(key_phi, k, d.shape[0], d.dtype)
-    y_star = mechanisms.laplace_mechanism(key_noise, phi @ d, epsilon=epsilon, sensitivity=math.sqrt(k), noise=noise)
+    y_star = mechanisms.laplace_mechanism(key_noise, phi @ d, epsilon=epsilon, sensitivity=math.sqrt(k), noise=noise,
+                                          coordinates=k)  # every sample moves
     return phi, y_star
 
 
@@ -243,10 +244,10 @@ def laplace_identity(key: jax.Array, d, *, epsilon: float, l1_sensitivity: float
     _validate.positive_scalar("epsilon", epsilon)
     _validate.positive_scalar("l1_sensitivity", l1_sensitivity)
     noise = mechanisms.check_noise(noise)
-    if noise == "grid":
-        mechanisms.check_grid_ratio(epsilon=epsilon, sensitivity=l1_sensitivity)
     with mechanisms.precision(noise):
         v = jnp.asarray(_check_vector(d), _validate.float_dtype())
+        if noise == "grid":  # neighbours at L1 distance Δ may differ in every coordinate
+            mechanisms.check_grid_ratio(epsilon=epsilon, sensitivity=l1_sensitivity, coordinates=v.size)
         return _laplace_identity_jit(key, v, float(epsilon), float(l1_sensitivity), mechanisms.kernel_noise(noise))
 
 
@@ -289,7 +290,7 @@ def _compressive_many(keys, d, epsilon, config, sparsity, k_given, noise):
         if k > n:
             raise ValueError(f"k = {k} samples exceed n = {n}: the projection would not compress; choose k <= n.")
         if noise == "grid":
-            mechanisms.check_grid_ratio(epsilon=eps_noise, sensitivity=math.sqrt(k))
+            mechanisms.check_grid_ratio(epsilon=eps_noise, sensitivity=math.sqrt(k), coordinates=k)
         run = jax.vmap(lambda a, b: _compressive_jit(a, b, dj, int(s_), jnp.asarray(eps_noise, dtype), k,
                                                      _basis_key(config.basis), config.iterations, config.refit, kn))
         out[idx] = np.asarray(run(split[idx, 0], split[idx, 2]))

@@ -91,7 +91,7 @@ def _prepare(key, hist, epsilon, noise="float"):
 _GRID_LIMIT = 2**29 - 1  # the exact sampler holds round(x/γ) in int32 and clamps it here (`exact.snap_and_add`)
 
 
-def _check_grid(noise, epsilon, sensitivity, h):
+def _check_grid(noise, epsilon, sensitivity, h, coordinates=1):
     """noise="grid": refuse, eagerly, a release the exact sampler cannot make — a noise-to-grid ratio out of its
     range for any sensitivity the release may use, or values beyond 2²⁹ − 1 grid steps (they would be clamped:
     private, but wrong). Every value the methods snap (a bin, a segment sum or mean, a DFT coordinate) is at
@@ -99,11 +99,11 @@ def _check_grid(noise, epsilon, sensitivity, h):
     if noise != "grid":
         return
     sens = np.asarray(sensitivity, np.float64)
-    mechanisms.check_grid_ratio(epsilon=epsilon, sensitivity=sens)
-    gamma = float(np.exp2(np.floor(np.log2(sens.min() / 256.0))))  # `mechanisms.grid_spacing`, smallest Δ
+    mechanisms.check_grid_ratio(epsilon=epsilon, sensitivity=sens, coordinates=coordinates)
+    gamma = float(np.min(np.exp2(np.floor(np.log2(sens / np.maximum(coordinates, 1) / 256.0)))))  # `grid_spacing`
     total = float(np.asarray(h, np.float64).sum())
     if total > _GRID_LIMIT * gamma:
         raise ValueError(
-            f'noise="grid" holds values up to (2**29 - 1)·γ = {_GRID_LIMIT * gamma:g} here (γ = {gamma:g}, the grid '
-            f"for sensitivity {sens.min():g}), and this histogram totals {total:g}: use noise=\"float64\"."
+            f'noise="grid" holds values up to (2**29 - 1)·γ = {_GRID_LIMIT * gamma:g} here (γ = {gamma:g}, its '
+            f"finest grid), and this histogram totals {total:g}: use noise=\"float64\"."
         )

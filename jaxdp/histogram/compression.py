@@ -117,7 +117,7 @@ def _exact_l1(n: int) -> np.ndarray:
 
 @programs.program(static_argnames=("noise",))
 def _lpa(key, h, eps, *, noise="float"):
-    return mechanisms.laplace_mechanism(key, h, epsilon=eps, sensitivity=1.0, noise=noise)
+    return mechanisms.laplace_mechanism(key, h, epsilon=eps, sensitivity=1.0, noise=noise, coordinates=1)  # one bin
 
 
 def fpa(
@@ -149,7 +149,7 @@ def fpa(
         if k > h.shape[0]:
             raise ValueError(f"k = {k} exceeds the number of bins n = {h.shape[0]}; choose 1 <= k <= n.")
         sens = float(dft_sensitivity(h.shape[0], accounting=accounting)[k])
-        _check_grid(noise, epsilon, sens, h)
+        _check_grid(noise, epsilon, sens, h, coordinates=k)
         out = _over_keys(_fpa, key, h, jnp.asarray(epsilon, h.dtype), k=k, sens=sens, noise=mechanisms.kernel_noise(noise))
         return _result(key, out.astype(dtype), k, True, epsilon)
 
@@ -158,7 +158,8 @@ def fpa(
 def _fpa(key, h, eps, *, k, sens, noise="float"):
     c = transforms.rdft(h)
     keep = jnp.arange(h.shape[0]) < k
-    noisy = mechanisms.laplace_mechanism(key, c, epsilon=eps, sensitivity=jnp.asarray(sens, h.dtype), noise=noise)
+    noisy = mechanisms.laplace_mechanism(key, c, epsilon=eps, sensitivity=jnp.asarray(sens, h.dtype), noise=noise,
+                                         coordinates=k)  # the k kept coordinates all move
     return transforms.irdft(jnp.where(keep, noisy, 0.0))
 
 
@@ -328,7 +329,8 @@ def efpa(
         h, noise = _prepare(key, hist, epsilon, noise)
         l1 = _tables(h.shape[0], accounting, 1)
         n = h.shape[0]  # every z = rdft_size(n, k) a choice of k can retain (the noise uses l1[z])
-        _check_grid(noise, epsilon / 2, l1[np.unique(np.minimum(2 * np.arange(1, n // 2 + 2) - 1, n))], h)
+        zs = np.unique(np.minimum(2 * np.arange(1, n // 2 + 2) - 1, n))
+        _check_grid(noise, epsilon / 2, l1[zs], h, coordinates=zs)
         out, k = _over_keys(efpa_core, key, h, jnp.asarray(epsilon, h.dtype), jnp.asarray(l1, h.dtype),
                             noise=mechanisms.kernel_noise(noise), penalty=penalty)
         return _result(key, out.astype(dtype), k, True, epsilon)
@@ -343,6 +345,7 @@ def efpa_core(key, h, eps, l1, *, noise="float", penalty="consistent"):
     k, z, _ = _efpa_penalty(n, eps, h.dtype, l1, penalty)
     zk = z[idx]
     sens = l1[zk]  # L1 sensitivity of the z retained orthonormal coordinates
-    noisy = mechanisms.laplace_mechanism(k_noise, transforms.rdft(h), epsilon=eps / 2, sensitivity=sens, noise=noise)
+    noisy = mechanisms.laplace_mechanism(k_noise, transforms.rdft(h), epsilon=eps / 2, sensitivity=sens, noise=noise,
+                                         coordinates=zk)  # the zk kept coordinates move (the rest are zeroed)
     keep = jnp.arange(n) < zk
     return transforms.irdft(jnp.where(keep, noisy, 0.0)), k[idx]

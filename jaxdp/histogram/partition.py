@@ -134,7 +134,7 @@ def release_core(key, h, cut, eps, noise="float"):
     seg = jnp.cumsum(cut) - 1
     sums = jax.ops.segment_sum(h, seg, num_segments=n)
     sizes = jax.ops.segment_sum(jnp.ones_like(h), seg, num_segments=n)
-    noisy = mechanisms.laplace_mechanism(key, sums, epsilon=eps, sensitivity=1.0, noise=noise)
+    noisy = mechanisms.laplace_mechanism(key, sums, epsilon=eps, sensitivity=1.0, noise=noise, coordinates=1)  # one segment
     means = noisy / jnp.maximum(sizes, 1.0)
     return means[seg]
 

@@ -24,7 +24,7 @@ __all__ = ["pln", "frame_mean", "microaggregate", "midpoint"]
 
 
 def _plan(records, config, epsilon, ids, bounds):
-    records, _, lo, hi, private, limit, frames, planner = _prepare(records, config, ids, bounds)
+    records, _, lo, hi, private, limit, frames, planner = _prepare(records, config, ids, bounds, epsilon)
     index = np.concatenate([np.asarray(f[0], np.int64) for f in frames])
     frame = np.concatenate([np.full(len(f[0]), i) for i, f in enumerate(frames)])
     eps_frames = _frame_epsilon(config, epsilon, [len(f[0]) for f in frames], limit)
@@ -54,7 +54,7 @@ def pln(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bounds, i
     sens = float(np.sum(hi - lo))  # a record's L1 sensitivity ΣΛ (Corollary 1)
     noise = mechanisms.check_noise(config.noise)
     if noise == "grid" and eps_frames.size:
-        mechanisms.check_grid_ratio(epsilon=eps_frames.min(), sensitivity=sens)
+        mechanisms.check_grid_ratio(epsilon=eps_frames.min(), sensitivity=sens, coordinates=x.shape[1])
     kernel = mechanisms.kernel_noise(noise)
     with mechanisms.precision(noise):
         dtype = jnp.zeros(()).dtype
@@ -62,7 +62,8 @@ def pln(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bounds, i
         eps = jnp.asarray(eps_frames[frame][:, None], dtype)  # the frame budget of each record
 
         def release(k, v):
-            return mechanisms.laplace_mechanism(k, v, epsilon=eps, sensitivity=sens, noise=kernel)
+            # one subject's record: its d coordinates move (the other rows are other subjects)
+            return mechanisms.laplace_mechanism(k, v, epsilon=eps, sensitivity=sens, noise=kernel, coordinates=v.shape[-1])
 
         xj = jnp.asarray(x - lo, dtype)  # shifted in float64 first: x itself may not fit float32's resolution
         release = jax.jit(release)
@@ -100,7 +101,9 @@ def _group_release(key, x, group, eps_group, sizes, sens, config, lo):
 @functools.partial(jax.jit, static_argnums=(4,))
 def _noisy_means(key, means, eps, sens, noise):
     def release(k):
-        return mechanisms.laplace_mechanism(k, means, epsilon=eps, sensitivity=sens, noise=noise)
+        # one record moves its group's d means (the other groups: other records)
+        return mechanisms.laplace_mechanism(k, means, epsilon=eps, sensitivity=sens, noise=noise,
+                                            coordinates=means.shape[-1])
 
     return release(key) if key.shape == () else jax.vmap(release)(key)
 

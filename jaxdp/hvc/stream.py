@@ -489,8 +489,9 @@ def _noisy_rows(key, values, eps, sens, idx, stream, noise):
     def one(k, e):
         k_q = jax.random.fold_in(k, jnp.uint32(stream))
         keys = jax.vmap(lambda i: jax.random.fold_in(k_q, i))(idx)
+        # per-column budgets and sensitivities: each column's mean is its own query (coordinates=1)
         return jax.vmap(lambda kk, m, ee, s: mechanisms.laplace_mechanism(kk, m, epsilon=ee, sensitivity=s,
-                                                                          noise=noise))(keys, values, e, sens)  # fmt: skip
+                                                                          noise=noise, coordinates=1))(keys, values, e, sens)  # fmt: skip
 
     return one(key, eps) if key.shape == () else jax.vmap(one)(key, eps)
 
@@ -575,7 +576,7 @@ def _release(released, rows, perm, frames, block_frame):
     return out, index, delay.astype(np.int64), footrule.astype(np.int64), block_frame[blk]
 
 
-def _prepare(records, config: HVCConfig, ids, bounds):
+def _prepare(records, config: HVCConfig, ids, bounds, epsilon=None):
     """Validate a batch stream and plan its frames (shared by `anonymize` and the baselines)."""
     records = _check_records(records)
     if records.shape[0] == 0:
@@ -584,9 +585,26 @@ def _prepare(records, config: HVCConfig, ids, bounds):
     lo, hi, private = codec.resolve_bounds(bounds, records)
     if lo.shape[0] != records.shape[1]:
         raise ValueError(f"bounds describe {lo.shape[0]} attributes but records have d = {records.shape[1]}.")
+    _check_float_range(lo, hi, _compute_dtype(config, records), epsilon)
     limit = None if config.records_per_subject is not None else (config.target_length or records.shape[0])
     frames, planner = _plan_all(config, records.shape[0], ids, limit)
     return records, ids, lo, hi, private, limit, frames, planner
+
+
+def _check_float_range(lo, hi, dtype, epsilon=None):
+    """Refuse a domain the codec's float dtype cannot compute with: bounds near its largest value (releases
+    became inf) or widths whose squares, summed over a block of columns, overflow (no block was ever coded);
+    and an ε outside the range where its budgets and Laplace scales stay finite (ε = 1e-320 released NaN)."""
+    info = np.finfo(dtype)
+    if epsilon is not None and not float(info.tiny) * 2.0**60 <= epsilon <= float(info.max) * 2.0**-60:
+        raise ValueError(f"epsilon = {epsilon:g} is outside [{float(info.tiny) * 2.0**60:.3g}, "
+                         f"{float(info.max) * 2.0**-60:.3g}], where {info.dtype} keeps the budgets and noise finite.")
+    top = float(info.max)
+    width = np.asarray(hi, np.float64) - np.asarray(lo, np.float64)
+    if np.any(np.maximum(np.abs(lo), np.abs(hi)) > top / 4) or np.sum(width**2) * 64 > top:
+        raise ValueError(f"the domain is too wide for {np.dtype(dtype).name} arithmetic (bounds near "
+                         f"{np.max(np.maximum(np.abs(lo), np.abs(hi))):.3g}, squared widths summing to "
+                         f'{np.sum(width**2):.3g}): rescale the data, or use noise="float64".')
 
 
 def anonymize(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bounds, ids=None) -> Result:
@@ -622,7 +640,7 @@ def anonymize(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bou
 
     _validate.key(key)
     epsilon = float(_validate.positive_scalar("epsilon", epsilon))
-    records, ids, lo, hi, private, limit, frames, planner = _prepare(records, config, ids, bounds)
+    records, ids, lo, hi, private, limit, frames, planner = _prepare(records, config, ids, bounds, epsilon)
     if planner.dropped:
         _warn_dropped(planner.dropped, limit)
     with _precision(config):
@@ -792,6 +810,7 @@ class StreamAnonymizer:
         self.d = self.lo.shape[0]
         with _precision(config):
             self.dtype = _compute_dtype(config, np.zeros((0, self.d), np.float32))
+            _check_float_range(self.lo, self.hi, self.dtype, self.epsilon)
             self.prm = _shift_params(config, self.lo, self.hi, self.dtype)
             self.state = codec.init(config, self.d, self.dtype)
         self.out_dtype = _output_dtype(self.lo, self.hi, self.dtype)

@@ -44,12 +44,14 @@ def kernel_noise(noise: str) -> str:
     return "grid" if noise == "grid" else "float"
 
 
-def check_grid_ratio(*, epsilon, sensitivity) -> None:
-    """Eagerly refuse a ``noise="grid"`` Laplace release whose noise-to-grid ratio cannot be sampled exactly."""
+def check_grid_ratio(*, epsilon, sensitivity, coordinates=1) -> None:
+    """Eagerly refuse a ``noise="grid"`` Laplace release whose noise-to-grid ratio cannot be sampled exactly
+    (`coordinates`: as in `laplace_mechanism`, the most coordinates one neighbour can change)."""
     eps = np.asarray(epsilon, np.float64)
     sens = np.asarray(sensitivity, np.float64)
-    gamma = np.exp2(np.floor(np.log2(sens / 256.0)))
-    ratio = (sens + gamma) / (eps * gamma)
+    m = np.maximum(np.asarray(coordinates, np.float64), 1.0)  # broadcasts with the sensitivities
+    gamma = np.exp2(np.floor(np.log2(sens / m / 256.0)))
+    ratio = (sens + m * gamma) / (eps * gamma)
     if np.any(ratio >= exact.MAX_SCALE):
         raise ValueError(
             f'noise="grid" cannot sample this release exactly: its noise-to-grid ratio b/γ is '

@@ -119,12 +119,12 @@ def _step(method, w, eps, d, state, xs, shift=False, noise="float"):
     zero = jnp.zeros((), dtype)
     no = jnp.asarray(False)
     if method == "uniform":
-        out = mechanisms.laplace_mechanism(k_pub, c, epsilon=eps / w, sensitivity=1.0, noise=noise)
+        out = mechanisms.laplace_mechanism(k_pub, c, epsilon=eps / w, sensitivity=1.0, noise=noise, coordinates=1)
         return state, (out, zero, jnp.asarray(eps / w, dtype), jnp.asarray(True), no)
     if method == "sample":
         pub = state.phase == 0  # the schedule is the budget: never overridden
         out = jax.lax.cond(
-            pub, lambda: mechanisms.laplace_mechanism(k_pub, c, epsilon=eps, sensitivity=1.0, noise=noise),
+            pub, lambda: mechanisms.laplace_mechanism(k_pub, c, epsilon=eps, sensitivity=1.0, noise=noise, coordinates=1),
             lambda: state.last,
         )  # noise drawn only at publications (a single stream runs one branch)
         state = state._replace(last=out, phase=(state.phase + 1) % w)
@@ -156,7 +156,8 @@ def _step(method, w, eps, d, state, xs, shift=False, noise="float"):
     # depends only on the published decision, which is part of the release.
     out = jax.lax.cond(
         pub,
-        lambda: mechanisms.laplace_mechanism(k_pub, c, epsilon=jnp.where(pub, eps2, eps), sensitivity=1.0, noise=noise),
+        lambda: mechanisms.laplace_mechanism(k_pub, c, epsilon=jnp.where(pub, eps2, eps), sensitivity=1.0, noise=noise,
+                                             coordinates=1),  # one user changes one count
         lambda: state.last,
     )
     recent = jnp.concatenate([state.recent[1:], spent[None]]) if w > 1 else state.recent

@@ -74,7 +74,8 @@ def _run_partitioned(key, counts, eps, *, method, w, g, regroup_every, noise="fl
         c, k = xs
         k_dis, k_pub = jax.random.split(k)
         mae_g = jax.ops.segment_sum(jnp.abs(c - last), grp, num_segments=g) / sizes_j
-        dis = mechanisms.laplace_mechanism(k_dis, mae_g, epsilon=e1, sensitivity=1.0 / sizes_j, noise=noise)  # 1/d_g
+        dis = mechanisms.laplace_mechanism(k_dis, mae_g, epsilon=e1, sensitivity=1.0 / sizes_j, noise=noise,
+                                           coordinates=1)  # 1/d_g; one user moves one group's score
         room = quanta - jnp.sum(recent, dtype=jnp.int32)  # joint ledger: Σ over the window of the max over groups
         since = jnp.minimum(since + 1, _SINCE_CAP)
         if method == "bd":
@@ -89,7 +90,8 @@ def _run_partitioned(key, counts, eps, *, method, w, g, regroup_every, noise="fl
         pub = pub & (spend.astype(dtype) * quantum >= _min_publication_budget(noise))
         spent = jnp.where(pub, spend, 0).astype(jnp.int32)
         eps2 = spent.astype(dtype) * quantum
-        noisy = mechanisms.laplace_mechanism(k_pub, c, epsilon=jnp.where(pub, eps2, eps)[grp], sensitivity=1.0, noise=noise)
+        noisy = mechanisms.laplace_mechanism(k_pub, c, epsilon=jnp.where(pub, eps2, eps)[grp], sensitivity=1.0, noise=noise,
+                                             coordinates=1)  # one user, one count
         out = jnp.where(pub[grp], noisy, last)
         top = jnp.max(spent)
         recent = jnp.concatenate([recent[1:], top[None]]) if w > 1 else recent

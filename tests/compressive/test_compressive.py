@@ -312,7 +312,7 @@ def test_noise_options_exact_where_it_exists(key):
     single = C.compressive(key, d, epsilon=1.0, noise="grid", config=cfg)  # S drawn by the exact mechanism
     assert 1 <= single.sparsity <= C.max_sparsity(64, cfg.c_k) and np.all(np.isfinite(np.asarray(single.release)))
     lap = np.asarray(C.laplace_identity(key, np.zeros(1000), epsilon=2.0, noise="grid"))
-    np.testing.assert_array_equal(lap * 256, np.round(lap * 256))  # on the grid 2^-8 (Δ = 1)
+    np.testing.assert_array_equal(lap * 2**18, np.round(lap * 2**18))  # on the grid 2^-18 ≤ Δ/(256·1000)
     assert np.asarray(C.tree_counter(key, np.ones(8), epsilon=1.0, noise="float64")).dtype == np.float64
     for f in (lambda: C.tree_counter(key, np.ones(8), epsilon=1.0, noise="grid"),
               lambda: C.TreeCounter(key, epsilon=1.0, horizon=4, noise="grid")):
@@ -322,6 +322,6 @@ def test_noise_options_exact_where_it_exists(key):
 
 def test_exact_noise_is_on_the_grid_and_refused_where_it_does_not_exist(key):
     lap = np.asarray(C.laplace_identity(key, np.zeros(1000), epsilon=2.0, noise="grid"))
-    np.testing.assert_array_equal(lap * 256, np.round(lap * 256))  # on the grid 2^-8 (Δ = 1)
+    np.testing.assert_array_equal(lap * 2**18, np.round(lap * 2**18))  # on the grid 2^-18 ≤ Δ/(256·1000)
     with pytest.raises(ValueError, match="exact"):
         C.tree_counter(key, np.ones(8), epsilon=1.0, noise="grid")
