@@ -247,6 +247,10 @@ def _check_anonymize_args(args):
         folder = os.path.dirname(os.path.abspath(args.report))
         if not os.path.isdir(folder):
             raise InputError(f"the --report folder {folder} does not exist: create it first.")
+        if os.path.isdir(args.report):
+            raise InputError(f"--report {args.report} is a folder: give a file name (e.g. {args.report}/report.json).")
+    if args.output not in (None, "-") and os.path.isdir(args.output):
+        raise InputError(f"-o {args.output} is a folder: give a file name.")
     if args.output == "-" and args.input is None:
         pass
     detect_format(args.output, args.output_format)

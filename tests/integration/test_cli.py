@@ -389,11 +389,14 @@ def test_output_paths_are_checked_before_any_work(tmp_path, capsys):
         (["-o", str(tmp_path / "o.csv"), "--report", str(tmp_path / "o.csv")], "--report"),
         (["-o", str(tmp_path / "o.csv"), "--report", str(tmp_path / "nope" / "r.json")], "does not exist"),
         (["-o", str(tmp_path / "o.parquet.gz")], "compression"),
+        (["-o", str(tmp_path / "o.csv"), "--report", str(tmp_path)], "is a folder"),  # was a traceback after the work
+        (["-o", str(tmp_path)], "is a folder"),
     ]
     for extra, message in cases:
         assert cli.main(["anonymize", str(src), *BOUNDS, "--quiet", *extra]) == 2
         assert message in capsys.readouterr().err
     assert src.read_text() == _csv_text()  # the input was not touched
+    assert not list(tmp_path.glob("*partial*")) and not (tmp_path / "o.csv").exists()
 
 
 def test_missing_input_fails_fast_without_starting_jax(tmp_path):
