@@ -216,9 +216,16 @@ class TableReader:
                 raise InputError(f"{self._where(row + r)}, column {self.columns[c]!r}: {x[r, c]!r} is not finite "
                                  "(NaN/inf): remove or impute it before anonymizing.")  # fmt: skip
             ids = None if self.id_column is None else batch.column(batch.schema.get_field_index(self.id_column))
-            if ids is not None and ids.null_count:
-                r = int(np.flatnonzero(np.asarray(ids.is_null()))[0])
-                raise InputError(f"{self._where(row + r)}: the id in column {self.id_column!r} is empty.")
+            if ids is not None:
+                empty = np.asarray(ids.is_null())
+                if pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type):  # CSV: "" is a missing id
+                    import pyarrow.compute as pac
+
+                    empty = empty | (np.asarray(pac.utf8_length(ids).fill_null(0)) == 0)
+                if empty.any():
+                    r = int(np.flatnonzero(empty)[0])
+                    raise InputError(f"{self._where(row + r)}: the id in column {self.id_column!r} is empty "
+                                     "(every record needs its subject's id).")
             yield x, ids, row
             row += batch.num_rows
         del pa

@@ -362,6 +362,8 @@ CASES = [
     ("1e300 data bounds", lambda p: p.write_text("a,b,c\n1e300,2,3\n"), ["--bounds", "data"], "float64"),
     ("bad bound", None, ["--bounds", "0:10,0:1_0,0:10"], "not a number"),
     ("ids column", None, ["--ids-column", "zz"], "not a column"),
+    ("empty id", lambda p: p.write_text("id,a,b\nx,1,2\n,3,4\n"), ["--ids-column", "id", "--bounds", "0:10,0:10"],
+     "line 3: the id in column 'id' is empty"),  # was read as one subject "" (merging people)
     ("strict", lambda p: p.write_text("a,b,c\n1,2,30\n"), ["--strict-bounds"], "column 'c'"),
 ]
 
