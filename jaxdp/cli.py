@@ -347,7 +347,8 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
             bounds = (np.zeros(len(columns)), width)
             how = "1.5 x data max (paper Sec. 5.4) -- NOT private: these bounds read the data"
             bounds_public = False
-    target = target or rows
+    if per_subject is None:  # the paper's accounting protects l records; with k per subject there is no l
+        target = target or rows
     if args.bounds != "data":
         how, bounds_public = "public bounds given with --bounds", True
     _check_range(bounds, args.noise)
@@ -453,7 +454,10 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
         "unit_of_privacy": (f"a subject with at most {config.records_per_subject} released records (ε/k per frame)"
                             if config.records_per_subject else f"a record among l = {target} (ε·r/l per frame of r)"),
         "epsilon_total": float(args.epsilon),
-        "epsilon_spent": float(eps_f.sum()),
+        # with k records per subject the frames' ε/k add up over other subjects: a subject pays ≤ epsilon_total
+        "epsilon_spent": float(eps_f.sum()) if not config.records_per_subject else None,
+        "epsilon_spent_per_subject_max": float(min(args.epsilon, eps_f.sum())) if config.records_per_subject
+        else float(eps_f.sum()),
         "epsilon_per_frame_max": float(eps_f.max()) if eps_f.size else 0.0,
         "frames": int(eps_f.size),
         "bounds": how,

@@ -68,7 +68,9 @@ class Result:
       dropped: input rows after the target length l was reached (the budget is spent).
       capped: input rows dropped because their subject already had `records_per_subject` released
         records (contribution bounding; only with subject ids).
-      epsilon_spent: ε spent per frame, ``[F]`` (its sum is ≤ the `epsilon` of the call).
+      epsilon_spent: ε spent per frame, ``[F]``. With the paper's accounting its sum is ≤ the `epsilon` of the
+        call; with ``records_per_subject=k`` every frame spends ε/k on *other* subjects' records, so the sum
+        grows with the stream while a subject, in at most k frames, pays ≤ ε.
       frame: frame number of each released record, ``[N_out]``.
       info: per-block `codec.BlockInfo` (mode, kind, t, epsilon, perm), ``[B]`` (or ``[R, B]``).
       private: the rule of `jaxdp.privacy`: False when the bounds were derived from the data

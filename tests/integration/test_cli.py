@@ -63,7 +63,14 @@ def test_anonymize_bundled_census_writes_output_and_report(tmp_path, capsys):
     report = json.loads(rep.read_text())
     assert report["records_out"] == 1080 and report["private"] is False
     assert report["epsilon_spent"] <= 3.0 + 1e-12
+    assert report["epsilon_spent_per_subject_max"] == report["epsilon_spent"]
     assert "sse" not in report and "curator_diagnostics_NOT_PRIVATE" not in report
+    # one record per subject: every frame spends ε on other people; a subject pays ≤ ε (the sum is not "spent")
+    assert cli.main(["anonymize", "-o", str(out), "--report", str(rep), "--epsilon", "1", "--records-per-subject", "1",
+                     "--quiet"]) == 0  # fmt: skip
+    report = json.loads(rep.read_text())
+    assert report["epsilon_spent"] is None and report["epsilon_spent_per_subject_max"] == pytest.approx(1.0)
+    assert report["frames"] > 1
 
 
 def test_anonymize_user_csv_with_ids_and_public_bounds(tmp_path, capsys):
