@@ -159,10 +159,25 @@ def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig 
         raise ValueError(f"key must be one typed key or a 1-D key array [R], got shape {key.shape}.")
     _validate.positive_scalar("epsilon", epsilon)
     noise = mechanisms.check_noise(noise)
+    if noise == "grid":
+        _check_grid_every_k(_check_vector(d).size, float(epsilon), config, sparsity, k)
     with mechanisms.precision(noise):
         if key.ndim == 1:
             return _compressive_many(key, d, epsilon, config, sparsity, k, noise)
         return _compressive_public(key, d, epsilon, config, sparsity, k, noise)
+
+
+def _check_grid_every_k(n, epsilon, config, sparsity, k):
+    """noise="grid": check the noise-to-grid ratio of every k the release may use *before* S is drawn (a check
+    after the private choice of S spent ε_sel first and made retries a rejection sampler over S)."""
+    if sparsity is None:
+        candidates, eps_noise = range(1, max_sparsity(n, config.c_k) + 1), epsilon * (1 - config.select_fraction)
+    else:
+        candidates, eps_noise = [int(sparsity)], epsilon
+    ks = np.unique([int(k) if k is not None else measurements(n, s_, config.c_k) for s_ in candidates])
+    ks = ks[(ks >= 1) & (ks <= n)]
+    if ks.size:
+        mechanisms.check_grid_ratio(epsilon=eps_noise / config.l1_sensitivity, sensitivity=np.sqrt(ks), coordinates=ks)
 
 
 def _compressive_public(key, d, epsilon, config, sparsity, k, noise):

@@ -325,3 +325,13 @@ def test_exact_noise_is_on_the_grid_and_refused_where_it_does_not_exist(key):
     np.testing.assert_array_equal(lap * 2**18, np.round(lap * 2**18))  # on the grid 2^-18 ≤ Δ/(256·1000)
     with pytest.raises(ValueError, match="exact"):
         C.tree_counter(key, np.ones(8), epsilon=1.0, noise="grid")
+
+
+def test_grid_ratio_is_checked_for_every_k_before_s_is_drawn(key):
+    """Found in review: the check ran after the private choice of S, so at ε = 8·10⁻⁷ some keys released and
+    others raised after spending ε_sel (a rejection sampler over S). Now every candidate k is checked first:
+    the refusal does not depend on the key."""
+    d = np.random.default_rng(0).poisson(5, 256).astype(float)
+    for k in jax.random.split(key, 4):
+        with pytest.raises(ValueError, match="cannot sample this release exactly"):
+            C.compressive(k, d, epsilon=8e-7, noise="grid")
