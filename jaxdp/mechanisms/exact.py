@@ -473,7 +473,7 @@ def exponential_integer(key, distance, allowed, rate):
     Args:
       key: typed key. distance: int32 ``[C]``, m_i ≥ 0 (0 for the best candidate; the caller clamps
         large values — clamping a score to ``max(q_i, q* − M)`` keeps its sensitivity).
-      allowed: bool ``[C]`` (a public candidate set; at least one allowed).
+      allowed: bool ``[C]`` (a public candidate set; at least one allowed, else the result is −1).
       rate: uint32 a with c = a/2³² (so 0 ≤ c < 1).
 
     Rejection sampling: proposals uniform over the allowed candidates (uniform integers from the top
@@ -493,8 +493,8 @@ def exponential_integer(key, distance, allowed, rate):
     m = distance.astype(jnp.uint32)
     x_hi, x_lo = _mul_u32(m, jnp.broadcast_to(rate, m.shape))  # c·m = x_hi + x_lo/2^32 exactly
 
-    def cond(st):
-        return st[0] < 0
+    def cond(st):  # no allowed candidate: stop at once with −1 (rejection sampling would never accept)
+        return (st[0] < 0) & (count > 0)
 
     def body(st):
         _, rnd = st

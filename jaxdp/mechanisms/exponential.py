@@ -78,6 +78,8 @@ def exponential_exact(
     scores = _check_exp_args(scores, epsilon, sensitivity)
     if scores.ndim != 1:
         raise ValueError(f"exponential_exact draws one index from scores [k]; vmap for batches (got {scores.shape}).")
+    if _validate.is_concrete(scores) and not np.isfinite(np.asarray(scores)).any():
+        raise ValueError("exponential_exact needs at least one finite score (-inf marks a candidate as excluded).")
     return _exponential_exact_jit(key, scores, jnp.asarray(epsilon, scores.dtype), jnp.asarray(sensitivity, scores.dtype))
 
 

@@ -226,3 +226,14 @@ def test_grid_laplace_on_vectors_calibrates_to_every_coordinate_that_moves(key, 
     out = np.asarray(mechanisms.laplace_mechanism(key, jnp.zeros(m), epsilon=eps, sensitivity=delta, noise="grid",
                                                   coordinates=m))
     np.testing.assert_array_equal(out / float(gamma), np.round(out / float(gamma)))  # on that grid
+
+
+def test_exact_exponential_with_no_finite_score_is_refused_not_an_endless_loop(key):
+    """Found in review: with every score −inf the rejection sampler never accepted (it hung). Now the public call
+    refuses, and the traced core stops at once with −1."""
+    none = jnp.array([-jnp.inf, -jnp.inf])
+    with pytest.raises(ValueError, match="at least one finite score"):
+        mechanisms.exponential_exact(key, none, epsilon=1.0, sensitivity=1.0)
+    from jaxdp.mechanisms.exponential import exponential_exact_core
+
+    assert int(jax.jit(lambda s: exponential_exact_core(key, s, 1.0, 1.0))(none)) == -1
