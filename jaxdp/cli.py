@@ -54,7 +54,9 @@ def _demo_bounds(text: str | None, data: np.ndarray) -> tuple[np.ndarray, str]:
     try:
         widths = np.asarray([float(v) for v in text.split(",")])
     except ValueError as err:
-        raise SystemExit(f"--bounds must be comma-separated numbers (one width per attribute): {err}") from err
+        raise InputError(f"--bounds must be comma-separated numbers (one width per attribute): {err}") from None
+    if not np.all(np.isfinite(widths)) or np.any(widths <= 0):
+        raise InputError(f"--bounds widths must be finite and > 0 (the domain of attribute k is [0, w_k]), got {text!r}.")
     return widths, "public widths given with --bounds"
 
 
@@ -82,12 +84,14 @@ def demo(args: argparse.Namespace) -> int:
     data = datasets.load_census().astype(np.float64)
     widths, how = _demo_bounds(args.bounds, data)
     if widths.shape != (data.shape[1],):
-        raise SystemExit(f"--bounds needs {data.shape[1]} widths, got {widths.shape[0]}.")
+        raise InputError(f"--bounds needs {data.shape[1]} widths, got {widths.shape[0]}.")
     n, eps = args.n, args.epsilon
     if n < 1 or n > data.shape[0]:
-        raise SystemExit(f"--n must be in [1, {data.shape[0]}], got {n}.")
-    if not eps > 0:
-        raise SystemExit(f"--epsilon must be > 0, got {eps}.")
+        raise InputError(f"--n must be in [1, {data.shape[0]}], got {n}.")
+    if not (np.isfinite(eps) and eps > 0):
+        raise InputError(f"--epsilon must be a finite number > 0, got {eps}.")
+    if args.seed is not None and not 0 <= args.seed <= MAX_SEED:
+        raise InputError(f"--seed must be in [0, 2**64), got {args.seed}. Omit --seed for a private release.")
     full = (data.shape[0] // n) * n
     pieces = [data[:full].reshape(-1, n, data.shape[1])]
     if full < data.shape[0]:
@@ -773,7 +777,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = _parser().parse_args(_join_negative_values(argv))
     if args.command == "demo":
-        return demo(args)
+        try:
+            return demo(args)
+        except InputError as err:
+            print(f"jaxdp demo: error: {err}", file=sys.stderr)
+            return 2
     try:
         return anonymize_cmd(args)
     except InputError as err:

@@ -36,10 +36,13 @@ def test_demo_with_public_bounds_and_bad_arguments(capsys):
     widths = ",".join(["1e7"] * 13)
     assert cli.main(["demo", "--bounds", widths]) == 0
     assert "public widths" in capsys.readouterr().out
-    with pytest.raises(SystemExit):
-        cli.main(["demo", "--bounds", "1,2"])
-    with pytest.raises(SystemExit):
-        cli.main(["demo", "--epsilon", "-1"])
+    ones = ",".join(["1"] * 12)
+    for argv, message in ((["--bounds", "1,2"], "13 widths"), (["--epsilon", "-1"], "--epsilon"),
+                          (["--epsilon", "inf"], "--epsilon"), ([f"--bounds=-1,{ones}"], "finite and > 0"),
+                          (["--seed", "-5"], "--seed")):  # the last three ended in a traceback (review)
+        assert cli.main(["demo", *argv]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err
 
 
 def test_census_is_bundled_and_bounds_rule_is_explicit():
