@@ -260,7 +260,11 @@ def laplace_identity(key: jax.Array, d, *, epsilon: float, l1_sensitivity: float
     _validate.positive_scalar("l1_sensitivity", l1_sensitivity)
     noise = mechanisms.check_noise(noise)
     with mechanisms.precision(noise):
-        v = jnp.asarray(_check_vector(d), _validate.float_dtype())
+        raw = _check_vector(d)
+        if _validate.float_dtype() == np.float32 and np.max(np.abs(raw)) > 2.0**24:
+            raise ValueError(f"d reaches {np.max(np.abs(raw)):,.0f}, beyond 2**24, where float32 rounds neighbouring "
+                             'values apart by more than the sensitivity: use noise="float64".')
+        v = jnp.asarray(raw, _validate.float_dtype())
         if noise == "grid":  # neighbours at L1 distance Δ may differ in every coordinate
             mechanisms.check_grid_ratio(epsilon=epsilon, sensitivity=l1_sensitivity, coordinates=v.size)
         return _laplace_identity_jit(key, v, float(epsilon), float(l1_sensitivity), mechanisms.kernel_noise(noise))

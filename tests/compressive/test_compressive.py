@@ -335,3 +335,20 @@ def test_grid_ratio_is_checked_for_every_k_before_s_is_drawn(key):
     for k in jax.random.split(key, 4):
         with pytest.raises(ValueError, match="cannot sample this release exactly"):
             C.compressive(k, d, epsilon=8e-7, noise="grid")
+
+
+def test_float32_sums_past_2_24_are_refused(key):
+    """Found in review: in float32, inputs near 2²⁵ and register sums past 2²⁴ round by 4–16 for neighbours 1 apart,
+    past the sensitivity the noise is calibrated to. Refused, with noise="float64" as the way out."""
+    with pytest.raises(ValueError, match="2\\*\\*24"):
+        C.tree_counter(key, np.full(64, 3e6), epsilon=1.0)
+    with pytest.raises(ValueError, match="2\\*\\*24"):
+        C.continual_identity(key, np.full(64, 3e6), epsilon=1.0)
+    with pytest.raises(ValueError, match="2\\*\\*24"):
+        C.laplace_identity(key, np.array([2.0**25 + 5, 1.0]), epsilon=1.0)
+    counter = C.TreeCounter(key, epsilon=1.0, horizon=16)
+    for _ in range(5):
+        counter.push(3e6)  # 15·10⁶ so far: exact
+    with pytest.raises(ValueError, match="2\\*\\*24"):
+        counter.push(3e6)
+    assert C.tree_counter(key, np.full(64, 3e6), epsilon=1.0, noise="float64").dtype == np.float64
