@@ -225,7 +225,8 @@ def _cmco(key, stream, epsilon, k, sparsity, times, basis, l1_sensitivity, itera
     if isinstance(basis, str):
         for t in times:
             psi_ops(basis, t, np.float32)  # validates (Haar needs powers of two)
-    scale = _register_budget(epsilon, math.sqrt(k) * l1_sensitivity, big_t, np.float32)  # joint L1 sensitivity √k·Δ
+    # joint L1 sensitivity √k·Δ; the budget in the stream's dtype (float32 rounded it for noise="float64")
+    scale = _register_budget(epsilon, math.sqrt(k) * l1_sensitivity, big_t, _validate.float_dtype())
     dj = jnp.asarray(v, _validate.float_dtype())
     args = (jnp.asarray(scale, dj.dtype), k, times, _basis_key(basis), sparsity, iterations, refit)  # (ε_reg, Δ)
     if key.shape == ():
