@@ -442,10 +442,11 @@ class _FrameMeans:
         idx = jnp.asarray(np.arange(self.frames, self.frames + f, dtype=np.uint32))
         reps = key.shape
 
-        def release(q, values, eps, alloc, sens):  # values [F, d], eps [(R,) F] → [(R,) F, d] float64
+        def release(q, values, eps, alloc, sens, coordinates):  # values [F, d], eps [(R,) F] → [(R,) F, d] float64
             eps = np.broadcast_to(eps, (*reps, f))[..., None] * alloc  # [(R,) F, d]: column j gets a share
             out = _noisy_rows(key, jnp.asarray(values, dtype), jnp.asarray(eps, dtype),
-                              jnp.asarray(sens[None, :] / sizes[:, None], dtype), idx, _BASE_STREAMS[q], kernel)
+                              jnp.asarray(sens[None, :] / sizes[:, None], dtype), idx, _BASE_STREAMS[q], kernel,
+                              coordinates)
             return np.asarray(out, np.float64)  # fmt: skip
 
         def running(q, noisy, w):  # inverse-variance weighted running average over frames (and earlier calls)
@@ -462,12 +463,14 @@ class _FrameMeans:
         eps_v = np.where(possible, _VARIANCE_SHARE, 0.0) * eps_frames
         w_v = np.broadcast_to((sizes * eps_v) ** 2, (*reps, f))
         masked = np.where(possible[:, None], moments[1], 0.0)  # frames not asked: nothing of the data enters
-        noisy_v = release(1, masked, np.where(possible, eps_v, 1.0), np.ones(d), np.full(d, self.sens[1]))
+        # the variances: one joint query (L1 sensitivity ΣΛ²/r over the d columns, all of which may move)
+        noisy_v = release(1, masked, np.where(possible, eps_v, 1.0), np.ones(d), np.full(d, self.sens[1]), d)
         v_sum, v_tot = running(1, noisy_v, w_v)  # zero weight where not asked
         energy = np.sum(np.maximum(v_sum / np.maximum(v_tot, 1e-300)[..., None], 0.0), axis=-1)  # [(R,) F]
         live = possible & (self.lap1 / (self.eps_ql * eps_frames) ** 2 <= _LIVE_FRACTION * energy / d)
         eps_mu = np.where(live, self.share, 1.0) * eps_frames - eps_v
-        mu_sum, mu_tot = running(0, release(0, moments[0], eps_mu, self.alloc, self.width), (sizes * eps_mu) ** 2)
+        # the means: column j its own query (sensitivity Λ_j/r, budget ε_μ·alloc_j)
+        mu_sum, mu_tot = running(0, release(0, moments[0], eps_mu, self.alloc, self.width, 1), (sizes * eps_mu) ** 2)
         self.sums = (mu_sum[..., -1, :], v_sum[..., -1, :])
         self.weights = (mu_tot[..., -1], v_tot[..., -1])
         self.frames += f
@@ -482,18 +485,18 @@ class _FrameMeans:
         return base, energy, np.where(live, 1.0 - self.share, 0.0)
 
 
-@functools.partial(jax.jit, static_argnums=(5, 6))
-def _noisy_rows(key, values, eps, sens, idx, stream, noise):
+@functools.partial(jax.jit, static_argnums=(5, 6, 7))
+def _noisy_rows(key, values, eps, sens, idx, stream, noise, coordinates):
     """``values [F, d]`` + Laplace(sens/eps) (``eps [(R,) F, 1]``), frame f with key ``fold_in(fold_in(key,
-    stream), idx[f])``; `key` ``[]`` or ``[R]`` → ``[(R,) F, d]``."""
+    stream), idx[f])``; `key` ``[]`` or ``[R]`` → ``[(R,) F, d]``. `coordinates`: of a row, how many one record
+    can move under one budget (`mechanisms.laplace_mechanism`; matters for the grid sampler only)."""
     from jaxdp import mechanisms
 
     def one(k, e):
         k_q = jax.random.fold_in(k, jnp.uint32(stream))
         keys = jax.vmap(lambda i: jax.random.fold_in(k_q, i))(idx)
-        # per-column budgets and sensitivities: each column's mean is its own query (coordinates=1)
-        return jax.vmap(lambda kk, m, ee, s: mechanisms.laplace_mechanism(kk, m, epsilon=ee, sensitivity=s,
-                                                                          noise=noise, coordinates=1))(keys, values, e, sens)  # fmt: skip
+        return jax.vmap(lambda kk, m, ee, s: mechanisms.laplace_mechanism(kk, m, epsilon=ee, sensitivity=s, noise=noise,
+                                                                          coordinates=coordinates))(keys, values, e, sens)  # fmt: skip
 
     return one(key, eps) if key.shape == () else jax.vmap(one)(key, eps)
 
