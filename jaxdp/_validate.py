@@ -208,13 +208,17 @@ def counts(counts, *, dtype=None):
 
 
 def _exact_in(out, hi, *, dtype):
-    """Refuse counts above 2²⁴ in float32: they round, so one user could move a count by 2 or more (the
-    sensitivity the noise is calibrated to is 1)."""
-    if np.dtype(dtype) == np.float32:
-        if hi > 2**24:
-            raise ValueError(f"counts reach {hi:,.0f}, beyond 2**24 = 16,777,216, which float32 cannot hold exactly "
-                             '(neighbouring counts would round apart by more than 1): use noise="float64".')
+    float32_exact(hi, dtype, "counts reach")
     return out
+
+
+def float32_exact(magnitude: float, dtype, what: str) -> None:
+    """Refuse, in float32, values or sums beyond 2²⁴: float32 holds every integer only up to there, so neighbours
+    one apart could round apart by 2 or more, past the sensitivity the noise is calibrated to. `what` starts the
+    message ("counts reach", "the stream's values sum to", …)."""
+    if np.dtype(dtype) == np.float32 and magnitude > 2**24:
+        raise ValueError(f"{what} {magnitude:,.0f}, beyond 2**24 = 16,777,216, where float32 rounds neighbouring "
+                         'inputs apart by more than the sensitivity: use noise="float64".')
 
 @jax.jit
 def _range(x):

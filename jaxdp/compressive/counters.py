@@ -76,23 +76,13 @@ def _tree_counter(key, stream, epsilon, l1_sensitivity, horizon):
     horizon = x.shape[0] if horizon is None else _validate.size("horizon", horizon)
     if horizon < x.shape[0]:
         raise ValueError(f"horizon {horizon} is shorter than the stream ({x.shape[0]}).")
-    _check_float32_sums(float(np.max(np.sum(np.abs(x if x.ndim == 2 else x[:, None]), axis=0))),
-                        _validate.float_dtype(), "the stream's values")
+    # the registers are partial sums of the inputs: they must stay exact in float32
+    _validate.float32_exact(float(np.max(np.sum(np.abs(x if x.ndim == 2 else x[:, None]), axis=0))),
+                            _validate.float_dtype(), "the stream's values sum to")
     xs = jnp.asarray(x if x.ndim == 2 else x[:, None], _validate.float_dtype())
     keys = jax.random.split(key, horizon)[: x.shape[0]]
     out = _tree_jit(keys, xs, _register_budget(epsilon, l1_sensitivity, horizon, xs.dtype), _tree_levels(horizon))
     return out if x.ndim == 2 else out[:, 0]
-
-
-_FLOAT32_EXACT = 2.0**24  # float32 holds every integer up to here; beyond, sums round by 2 or more
-
-
-def _check_float32_sums(total, dtype, what):
-    """Refuse, in float32, inputs whose sums pass 2²⁴: the registers (partial sums) would round by more than the
-    sensitivity the noise is calibrated to (a review found outputs 4–16 apart for neighbours 1 apart)."""
-    if np.dtype(dtype) == np.float32 and total > _FLOAT32_EXACT:
-        raise ValueError(f"{what} sum to {total:,.0f}, beyond 2**24 = 16,777,216, where float32 sums round by more "
-                         'than the sensitivity: use noise="float64".')
 
 
 def _register_budget(epsilon, sensitivity, horizon, dtype):
@@ -169,7 +159,7 @@ class TreeCounter:
         if v.size != self._k or not np.all(np.isfinite(v)):
             raise ValueError(f"push takes {self._k} finite value(s), got {np.asarray(x).shape}.")
         total = self._abs_total + np.abs(v)
-        _check_float32_sums(float(total.max()), self._carry[0].dtype, "the pushed values")
+        _validate.float32_exact(float(total.max()), self._carry[0].dtype, "the pushed values sum to")
         self._abs_total = total
         with mechanisms.precision(self._noise):
             self._carry, out = _tree_push(self._levels, self._scale, self._carry,

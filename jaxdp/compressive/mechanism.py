@@ -203,8 +203,7 @@ def _compressive_public(key, d, epsilon, config, sparsity, k, noise):
     k = measurements(n, s, config.c_k) if k is None else _validate.size("k", k)
     if k > n:
         raise ValueError(f"k = {k} samples exceed n = {n}: the projection would not compress; choose k <= n.")
-    if noise == "grid":
-        mechanisms.check_grid_ratio(epsilon=eps_noise / config.l1_sensitivity, sensitivity=math.sqrt(k), coordinates=k)
+    # noise="grid": every k the release may use was checked in `compressive`, before S was drawn
     out = _compressive_jit(k_phi, k_noise, dj, s, jnp.asarray(eps_noise / config.l1_sensitivity, dtype),
                            k, _basis_key(config.basis), config.iterations, config.refit, kn)
     return CompressiveResult(out, s, k, float(epsilon), True)
@@ -261,9 +260,7 @@ def laplace_identity(key: jax.Array, d, *, epsilon: float, l1_sensitivity: float
     noise = mechanisms.check_noise(noise)
     with mechanisms.precision(noise):
         raw = _check_vector(d)
-        if _validate.float_dtype() == np.float32 and np.max(np.abs(raw)) > 2.0**24:
-            raise ValueError(f"d reaches {np.max(np.abs(raw)):,.0f}, beyond 2**24, where float32 rounds neighbouring "
-                             'values apart by more than the sensitivity: use noise="float64".')
+        _validate.float32_exact(float(np.max(np.abs(raw))), _validate.float_dtype(), "d reaches")
         v = jnp.asarray(raw, _validate.float_dtype())
         if noise == "grid":  # neighbours at L1 distance Δ may differ in every coordinate
             mechanisms.check_grid_ratio(epsilon=epsilon, sensitivity=l1_sensitivity, coordinates=v.size)
@@ -308,8 +305,6 @@ def _compressive_many(keys, d, epsilon, config, sparsity, k_given, noise):
         k = measurements(n, int(s_), config.c_k) if k_given is None else _validate.size("k", k_given)
         if k > n:
             raise ValueError(f"k = {k} samples exceed n = {n}: the projection would not compress; choose k <= n.")
-        if noise == "grid":
-            mechanisms.check_grid_ratio(epsilon=eps_noise, sensitivity=math.sqrt(k), coordinates=k)
         run = jax.vmap(lambda a, b: _compressive_jit(a, b, dj, int(s_), jnp.asarray(eps_noise, dtype), k,
                                                      _basis_key(config.basis), config.iterations, config.refit, kn))
         out[idx] = np.asarray(run(split[idx, 0], split[idx, 2]))

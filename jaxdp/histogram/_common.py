@@ -88,9 +88,6 @@ def _prepare(key, hist, epsilon, noise="float"):
     return jnp.asarray(h, np.float64), noise
 
 
-_GRID_LIMIT = 2**29 - 1  # the exact sampler holds round(x/γ) in int32 and clamps it here (`exact.snap_and_add`)
-
-
 def _check_grid(noise, epsilon, sensitivity, h, coordinates=1):
     """noise="grid": refuse, eagerly, a release the exact sampler cannot make — a noise-to-grid ratio out of its
     range for any sensitivity the release may use, or values beyond 2²⁹ − 1 grid steps (they would be clamped:
@@ -100,10 +97,8 @@ def _check_grid(noise, epsilon, sensitivity, h, coordinates=1):
         return
     sens = np.asarray(sensitivity, np.float64)
     mechanisms.check_grid_ratio(epsilon=epsilon, sensitivity=sens, coordinates=coordinates)
-    gamma = float(np.min(np.exp2(np.floor(np.log2(sens / np.maximum(coordinates, 1) / 256.0)))))  # `grid_spacing`
+    limit = mechanisms.grid_value_limit(sensitivity=sens, coordinates=coordinates)
     total = float(np.asarray(h, np.float64).sum())
-    if total > _GRID_LIMIT * gamma:
-        raise ValueError(
-            f'noise="grid" holds values up to (2**29 - 1)·γ = {_GRID_LIMIT * gamma:g} here (γ = {gamma:g}, its '
-            f"finest grid), and this histogram totals {total:g}: use noise=\"float64\"."
-        )
+    if total > limit:
+        raise ValueError(f'noise="grid" holds values up to (2**29 - 1)·γ = {limit:g} here (its finest grid), and this '
+                         f'histogram totals {total:g}: use noise="float64".')

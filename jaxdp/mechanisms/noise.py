@@ -7,7 +7,7 @@ import numpy as np
 
 from jaxdp.mechanisms import exact
 
-__all__ = ['NOISES', 'check_noise', 'precision', 'check_grid_ratio', 'kernel_noise']
+__all__ = ['NOISES', 'check_noise', 'precision', 'check_grid_ratio', 'grid_value_limit', 'kernel_noise']
 
 
 # ------------------------------------------------------------------------------------------------
@@ -50,7 +50,7 @@ def check_grid_ratio(*, epsilon, sensitivity, coordinates=1) -> None:
     eps = np.asarray(epsilon, np.float64)
     sens = np.asarray(sensitivity, np.float64)
     m = np.maximum(np.asarray(coordinates, np.float64), 1.0)  # broadcasts with the sensitivities
-    gamma = np.exp2(np.floor(np.log2(sens / m / 256.0)))
+    gamma = _gamma(sens, m)
     ratio = (sens + m * gamma) / (eps * gamma)
     if np.any(ratio >= exact.MAX_SCALE):
         raise ValueError(
@@ -64,3 +64,17 @@ def check_grid_ratio(*, epsilon, sensitivity, coordinates=1) -> None:
             f"{float(np.min(ratio)):.3g} (ε = {float(np.max(eps)):g}), below 1. Use a smaller ε, "
             'or noise="float".'
         )
+
+
+def _gamma(sens, m):
+    """The grid spacing `laplace_mechanism` uses: the largest power of two ≤ Δ/(256·m) (`grid_spacing`)."""
+    return np.exp2(np.floor(np.log2(np.asarray(sens, np.float64) / m / 256.0)))
+
+
+def grid_value_limit(*, sensitivity, coordinates=1) -> float:
+    """The largest |value| ``noise="grid"`` represents, (2²⁹ − 1)·γ on the finest grid the given sensitivities
+    and `coordinates` use: the exact sampler holds round(x/γ) in int32 and clamps it there (private, but wrong),
+    so callers refuse larger inputs eagerly."""
+    m = np.maximum(np.asarray(coordinates, np.float64), 1.0)
+    return float((2**29 - 1) * np.min(_gamma(sensitivity, m)))
+

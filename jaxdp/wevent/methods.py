@@ -309,13 +309,12 @@ def _check_initial(initial, method) -> str:
     return initial
 
 
-_GRID_MAX_COUNT = (2**29 - 1) * 2.0**-8  # the exact sampler clamps round(x/γ) at 2²⁹ − 1 (γ = 2⁻⁸ for counts)
-
-
 def _check_grid_range(noise, hi):
-    """noise="grid": refuse counts the exact sampler would clamp (private, but wrong)."""
-    if noise == "grid" and hi > _GRID_MAX_COUNT:
-        raise ValueError(f'noise="grid" holds counts up to (2**29 - 1)·2**-8 = {_GRID_MAX_COUNT:,.0f}; these reach '
+    """noise="grid": refuse counts the exact sampler would clamp (private, but wrong); a publication snaps counts
+    of sensitivity 1, one coordinate moving."""
+    limit = mechanisms.grid_value_limit(sensitivity=1.0)
+    if noise == "grid" and hi > limit:
+        raise ValueError(f'noise="grid" holds counts up to (2**29 - 1)·2**-8 = {limit:,.0f}; these reach '
                          f'{hi:,.0f}: use noise="float64".')
 
 
