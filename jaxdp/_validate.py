@@ -215,10 +215,11 @@ def _exact_in(out, hi, *, dtype):
 def float32_exact(magnitude: float, dtype, what: str) -> None:
     """Refuse, in float32, values or sums beyond 2²⁴: float32 holds every integer only up to there, so neighbours
     one apart could round apart by 2 or more, past the sensitivity the noise is calibrated to. `what` starts the
-    message ("counts reach", "the stream's values sum to", …)."""
+    message ("counts reach", "the stream's values sum to", …); the message names the public limit, not the data's
+    value (error messages end up in logs)."""
     if np.dtype(dtype) == np.float32 and magnitude > 2**24:
-        raise ValueError(f"{what} {magnitude:,.0f}, beyond 2**24 = 16,777,216, where float32 rounds neighbouring "
-                         'inputs apart by more than the sensitivity: use noise="float64".')
+        raise ValueError(f"{what} beyond 2**24 = 16,777,216, where float32 rounds neighbouring inputs apart by more "
+                         'than the sensitivity: use noise="float64".')
 
 @jax.jit
 def _range(x):

@@ -78,7 +78,7 @@ def _tree_counter(key, stream, epsilon, l1_sensitivity, horizon):
         raise ValueError(f"horizon {horizon} is shorter than the stream ({x.shape[0]}).")
     # the registers are partial sums of the inputs: they must stay exact in float32
     _validate.float32_exact(float(np.max(np.sum(np.abs(x if x.ndim == 2 else x[:, None]), axis=0))),
-                            _validate.float_dtype(), "the stream's values sum to")
+                            _validate.float_dtype(), "the stream's values sum")
     xs = jnp.asarray(x if x.ndim == 2 else x[:, None], _validate.float_dtype())
     keys = jax.random.split(key, horizon)[: x.shape[0]]
     out = _tree_jit(keys, xs, _register_budget(epsilon, l1_sensitivity, horizon, xs.dtype), _tree_levels(horizon))
@@ -159,7 +159,7 @@ class TreeCounter:
         if v.size != self._k or not np.all(np.isfinite(v)):
             raise ValueError(f"push takes {self._k} finite value(s), got {np.asarray(x).shape}.")
         total = self._abs_total + np.abs(v)
-        _validate.float32_exact(float(total.max()), self._carry[0].dtype, "the pushed values sum to")
+        _validate.float32_exact(float(total.max()), self._carry[0].dtype, "the pushed values sum")
         self._abs_total = total
         with mechanisms.precision(self._noise):
             self._carry, out = _tree_push(self._levels, self._scale, self._carry,

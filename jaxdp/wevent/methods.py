@@ -314,8 +314,8 @@ def _check_grid_range(noise, hi):
     of sensitivity 1, one coordinate moving."""
     limit = mechanisms.grid_value_limit(sensitivity=1.0)
     if noise == "grid" and hi > limit:
-        raise ValueError(f'noise="grid" holds counts up to (2**29 - 1)·2**-8 = {limit:,.0f}; these reach '
-                         f'{hi:,.0f}: use noise="float64".')
+        raise ValueError(f'noise="grid" holds counts up to (2**29 - 1)·2**-8 = {limit:,.0f}; these reach beyond: '
+                         'use noise="float64".')  # the data's maximum stays out of the message
 
 
 def _check_epsilon_range(eps, w):
