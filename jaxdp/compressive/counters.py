@@ -15,7 +15,6 @@ from jaxdp.compressive.mechanism import (
     _basis_key,
     _check_vector,
     _HashableMatrix,
-    projection,
 )
 from jaxdp.compressive.recovery import _recover, psi_ops
 
@@ -215,25 +214,39 @@ def _cmco(key, stream, epsilon, k, sparsity, times, basis, l1_sensitivity, itera
     if isinstance(basis, str):
         for t in times:
             psi_ops(basis, t, np.float32)  # validates (Haar needs powers of two)
-    # joint L1 sensitivity √k·Δ; the budget in the stream's dtype (float32 rounded it for noise="float64")
-    scale = _register_budget(epsilon, math.sqrt(k) * l1_sensitivity, big_t, _validate.float_dtype())
-    dj = jnp.asarray(v, _validate.float_dtype())
-    args = (jnp.asarray(scale, dj.dtype), k, times, _basis_key(basis), sparsity, iterations, refit)  # (ε_reg, Δ)
+    # joint L1 sensitivity √k·Δ. The counters read D: they run in float64 whatever the release dtype (float32
+    # partial sums of Φ_t·D[t] round at their magnitude, moving neighbours by more than the noise covers); the
+    # prefix sums are cast to the release dtype for the recovery (post-processing), as `compressive` does
+    dtype = np.dtype(_validate.float_dtype())
+    with jax.enable_x64(True):
+        scale = _register_budget(epsilon, math.sqrt(k) * l1_sensitivity, big_t, np.float64)
+        d64 = jnp.asarray(v, np.float64)
+        if key.shape == ():
+            phi, sums = _cmco_sums_jit(key, d64, scale, k, dtype)
+        else:
+            phi, sums = jax.vmap(lambda kk: _cmco_sums_jit(kk, d64, scale, k, dtype))(key)
+    args = (times, _basis_key(basis), sparsity, iterations, refit)
     if key.shape == ():
-        return list(_cmco_jit(key, dj, *args))
-    return list(jax.vmap(lambda kk: _cmco_jit(kk, dj, *args))(key))
+        return list(_cmco_recover_jit(phi, sums, *args))
+    return list(jax.vmap(lambda a, b: _cmco_recover_jit(a, b, *args))(phi, sums))
 
 
-@functools.partial(jax.jit, static_argnums=(3, 4, 5, 6, 7, 8))
-def _cmco_jit(key, v, scale, k, times, basis, sparsity, iterations, refit):
-    basis = basis.m if isinstance(basis, _HashableMatrix) else basis
+@functools.partial(jax.jit, static_argnums=(3, 4))
+def _cmco_sums_jit(key, v, scale, k, dtype):
+    """(Φ in `dtype`, the k noisy prefix sums ``[T, k]`` in `dtype`), computed in the dtype of `v`."""
     big_t = v.shape[0]
     k_phi, k_tree = jax.random.split(key)
-    phi = projection(k_phi, k, big_t, v.dtype)  # column t is Φ_t (public)
-    u = (phi * v[None, :]).T  # [T, k]: u_t = Φ_t D[t]
+    signs = jax.random.rademacher(k_phi, (k, big_t), dtype)  # column t is √k·Φ_t (public); exactly ±1
+    u = signs.T.astype(v.dtype) * (v / math.sqrt(k))[:, None]  # [T, k]: u_t = Φ_t D[t]
     sums = _tree_scan(jax.random.split(k_tree, big_t), u, scale, _tree_levels(big_t))
+    return signs / jnp.sqrt(jnp.asarray(k, dtype)), sums.astype(dtype)
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3, 4, 5, 6))
+def _cmco_recover_jit(phi, sums, times, basis, sparsity, iterations, refit):
+    basis = basis.m if isinstance(basis, _HashableMatrix) else basis
     out = []
     for t in times:
-        psi_x, psi_t = psi_ops(basis, t, v.dtype)
+        psi_x, psi_t = psi_ops(basis, t, phi.dtype)
         out.append(_recover(phi[:, :t], sums[t - 1], min(sparsity, t), psi_x, psi_t, iterations, refit))
     return tuple(out)

@@ -187,14 +187,13 @@ def _compressive_public(key, d, epsilon, config, sparsity, k, noise):
     c5 = _check_config(config, n)
     kn = mechanisms.kernel_noise(noise)
     k_phi, k_sel, k_noise = jax.random.split(key, 3)
-    psi_x, psi_t = psi_ops(config.basis, n, dtype)
-    dj = jnp.asarray(v, dtype)
     if sparsity is None:
         eps_sel = config.select_fraction * epsilon
         eps_noise = epsilon - eps_sel
-        x = psi_t(dj)
-        s = int(_select_s(k_sel, x, eps_sel, eps_noise / config.l1_sensitivity, config.c2, config.c4,
-                          c5 * config.l1_sensitivity, max_sparsity(n, config.c_k), noise=kn))
+        with jax.enable_x64(True):  # the scores read D: float64 (see `_private_part`)
+            x = psi_ops(config.basis, n, np.float64)[1](jnp.asarray(v, np.float64))
+            s = int(_select_s(k_sel, x, eps_sel, eps_noise / config.l1_sensitivity, config.c2, config.c4,
+                              c5 * config.l1_sensitivity, max_sparsity(n, config.c_k), noise=kn))
     else:
         s = _validate.size("sparsity", sparsity)
         if s > n:
@@ -204,8 +203,8 @@ def _compressive_public(key, d, epsilon, config, sparsity, k, noise):
     if k > n:
         raise ValueError(f"k = {k} samples exceed n = {n}: the projection would not compress; choose k <= n.")
     # noise="grid": every k the release may use was checked in `compressive`, before S was drawn
-    out = _compressive_jit(k_phi, k_noise, dj, s, jnp.asarray(eps_noise / config.l1_sensitivity, dtype),
-                           k, _basis_key(config.basis), config.iterations, config.refit, kn)
+    phi, y_star = _private_part(k_phi, k_noise, v, eps_noise / config.l1_sensitivity, k, kn, dtype)
+    out = _recover_jit(phi, y_star, s, _basis_key(config.basis), config.iterations, config.refit)
     return CompressiveResult(out, s, k, float(epsilon), True)
 
 
@@ -230,24 +229,57 @@ def measure(key_phi: jax.Array, key_noise: jax.Array, d, *, epsilon, k: int, noi
 
     Privacy: Φ ∈ {±1/√k}^{k×n} is public (drawn from `key_phi`); for neighbours at L1 distance ≤ 1 the k
     samples ``ΦD`` move by at most √k in L1 (Appendix A), so ``y*`` is ε-DP. Scale `epsilon` by 1/Δ for
-    neighbours at distance Δ. Everything after it (sparse recovery) is post-processing.
+    neighbours at distance Δ. Everything after it (sparse recovery) is post-processing. The product ΦD is
+    computed in the dtype of `d`: in float32 it rounds at the magnitude of the sums, which for large values
+    moves neighbours' ΦD by more than √k; pass a float64 `d` (under ``jax.enable_x64``) as `compressive` does.
 
     Returns:
       ``(phi [k, n], y_star [k])`` in the dtype of `d`.
     """
-    phi = projection(key_phi, k, d.shape[0], d.dtype)
-    y_star = mechanisms.laplace_mechanism(key_noise, phi @ d, epsilon=epsilon, sensitivity=math.sqrt(k), noise=noise,
-                                          coordinates=k)  # every sample moves
-    return phi, y_star
+    signs = jax.random.rademacher(key_phi, (k, d.shape[0]), d.dtype)  # Φ = signs/√k, as `projection`
+    y_star = mechanisms.laplace_mechanism(key_noise, _samples(signs, d), epsilon=epsilon, sensitivity=math.sqrt(k),
+                                          noise=noise, coordinates=k)  # every sample moves
+    return signs / jnp.sqrt(jnp.asarray(k, d.dtype)), y_star
+
+
+def _samples(signs, d):
+    """ΦD = (signs @ D)/√k in the dtype of `d`, a few rows of `signs` at a time (a float64 copy of a float32
+    Φ would double its memory)."""
+    k = signs.shape[0]
+    return jax.lax.map(lambda row: row.astype(d.dtype) @ d, signs, batch_size=min(k, 16)) / math.sqrt(k)
 
 
 
-@functools.partial(jax.jit, static_argnums=(3, 5, 6, 7, 8, 9))
-def _compressive_jit(k_phi, k_noise, d, s, eps_noise, k, basis, iterations, refit, noise="float"):
-    n = d.shape[0]
+def _private_part(k_phi, k_noise, v, eps_noise, k, noise, dtype):
+    """Algorithm 1's measurement, ``y* = ΦD + Lap(√k/ε)^k``, computed in float64 whatever the release dtype;
+    returns ``(Φ, y*)`` in `dtype` (Φ drawn in `dtype` from the same key: the same signs; the cast of y* is
+    post-processing). `k_phi`/`k_noise` may be key arrays ``[R]`` (then ``[R, k, n]``, ``[R, k]``).
+
+    In float32, ΦD sums n products of the data, rounded at the sum's magnitude: for large values two
+    neighbouring vectors moved ΦD by far more than the √k the noise is calibrated to (a review measured an L1
+    move of 780 against √k = 14). In float64 the rounding is ≈ 10⁻¹⁶ of the sums. Only this one pass over Φ is
+    in float64; the recovery, post-processing, stays in `dtype`.
+    """
+    with jax.enable_x64(True):
+        d64 = jnp.asarray(v, np.float64)
+        eps = jnp.asarray(eps_noise, np.float64)
+        if k_phi.ndim:
+            return jax.vmap(lambda a, b: _measure_jit(a, b, d64, eps, k, noise, np.dtype(dtype)))(k_phi, k_noise)
+        return _measure_jit(k_phi, k_noise, d64, eps, k, noise, np.dtype(dtype))
+
+
+@functools.partial(jax.jit, static_argnums=(4, 5, 6))
+def _measure_jit(k_phi, k_noise, d64, eps, k, noise, dtype):
+    signs = jax.random.rademacher(k_phi, (k, d64.shape[0]), dtype)  # exactly ±1 in any float dtype
+    y_star = mechanisms.laplace_mechanism(k_noise, _samples(signs, d64), epsilon=eps, sensitivity=math.sqrt(k),
+                                          noise=noise, coordinates=k)  # every sample moves; as `measure` in float64
+    return signs / jnp.sqrt(jnp.asarray(k, dtype)), y_star.astype(dtype)
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3, 4, 5))
+def _recover_jit(phi, y_star, s, basis, iterations, refit):
     basis = basis.m if isinstance(basis, _HashableMatrix) else basis
-    phi, y_star = measure(k_phi, k_noise, d, epsilon=eps_noise, k=k, noise=noise)
-    psi_x, psi_t = psi_ops(basis, n, d.dtype)
+    psi_x, psi_t = psi_ops(basis, phi.shape[-1], phi.dtype)
     return _recover(phi, y_star, s, psi_x, psi_t, iterations, refit)
 
 
@@ -282,16 +314,15 @@ def _compressive_many(keys, d, epsilon, config, sparsity, k_given, noise):
     n = v.size
     dtype = _validate.float_dtype()
     c5 = _check_config(config, n)
-    dj = jnp.asarray(v, dtype)
-    psi_x, psi_t = psi_ops(config.basis, n, dtype)
     split = jax.vmap(lambda kk: jax.random.split(kk, 3))(keys)
     if sparsity is None:
         eps_sel = config.select_fraction * epsilon
         eps_noise = (epsilon - eps_sel) / config.l1_sensitivity
-        x = psi_t(dj)
-        s_all = np.asarray(jax.vmap(lambda kk: _select_s(kk, x, eps_sel, eps_noise, config.c2, config.c4,
-                                                         c5 * config.l1_sensitivity, max_sparsity(n, config.c_k),
-                                                         noise=kn))(split[:, 1]))
+        with jax.enable_x64(True):  # the scores read D: float64 (see `_private_part`)
+            x = psi_ops(config.basis, n, np.float64)[1](jnp.asarray(v, np.float64))
+            s_all = np.asarray(jax.vmap(lambda kk: _select_s(kk, x, eps_sel, eps_noise, config.c2, config.c4,
+                                                             c5 * config.l1_sensitivity, max_sparsity(n, config.c_k),
+                                                             noise=kn))(split[:, 1]))
     else:
         s_pub = _validate.size("sparsity", sparsity)
         if s_pub > n:
@@ -305,8 +336,9 @@ def _compressive_many(keys, d, epsilon, config, sparsity, k_given, noise):
         k = measurements(n, int(s_), config.c_k) if k_given is None else _validate.size("k", k_given)
         if k > n:
             raise ValueError(f"k = {k} samples exceed n = {n}: the projection would not compress; choose k <= n.")
-        run = jax.vmap(lambda a, b: _compressive_jit(a, b, dj, int(s_), jnp.asarray(eps_noise, dtype), k,
-                                                     _basis_key(config.basis), config.iterations, config.refit, kn))
-        out[idx] = np.asarray(run(split[idx, 0], split[idx, 2]))
+        phi, y_star = _private_part(split[idx, 0], split[idx, 2], v, eps_noise, k, kn, dtype)
+        run = jax.vmap(lambda a, b: _recover_jit(a, b, int(s_), _basis_key(config.basis), config.iterations,
+                                                 config.refit))
+        out[idx] = np.asarray(run(phi, y_star))
         ks[idx] = k
     return CompressiveResult(out, s_all.astype(np.int64), ks, float(epsilon), True)
