@@ -229,26 +229,32 @@ def _block_terms(x, x_hat, tab, eps_laplace):
 
 
 def _scores(lap, tail, x_hat, tab, theta, prune=False, bound=None):
-    """ω_θ for all (σ, t) and its Lemma 3 sensitivity bound.
+    """ω_θ for all (σ, t) and its Lemma 3 sensitivity bound: ``(public, private, sens)`` with
+    ``ω_θ = public + private``.
+
+    The public part (from the Laplace error `lap`, a function of public tables and ε_QL) and the private part
+    (from the removal error `tail`, which reads the block) are kept apart so that the exact sampler can round
+    them apart (`jaxdp.mechanisms.integer_scores`): summed in float32, the large public term set the rounding
+    of the private one.
 
     With `prune`, candidates whose Laplace error alone exceeds the largest possible removal error
     ``R = Σ_ij max(hi_j - x̂_ij, x̂_ij - lo_j)²`` (the worst error of releasing x̂ itself, t = 0)
-    get score -inf; with a public `bound` (a released estimate of the block's removal error at t = 0,
-    e.g. from the frame-mean layer), also those whose Laplace error exceeds it: they cannot beat
+    get a public part of -inf; with a public `bound` (a released estimate of the block's removal error at
+    t = 0, e.g. from the frame-mean layer), also those whose Laplace error exceeds it: they cannot beat
     releasing x̂. The rule reads only public values (ε_QL, Λ, n, d, the order, x̂ and `bound`), so the
     candidate set stays data-independent; t = 0 is never pruned.
     """
     far = sensitivity._omega_one_factor(x_hat, tab.lo, tab.hi)
     if theta == 1.0:
-        score = -(lap + tail)
+        public, private = -lap, -tail
         sens = 2.0 * tab.gs_frobenius * far
     else:
-        score = -jnp.sqrt(lap) - jnp.sqrt(tail)
+        public, private = -jnp.sqrt(lap), -jnp.sqrt(tail)
         sens = tab.gs_frobenius
     if prune:
         limit = far * far if bound is None else jnp.minimum(far * far, bound)
-        score = jnp.where(lap > limit, -jnp.inf, score)
-    return score, sens
+        public = jnp.where(lap > limit, -jnp.inf, public)
+    return jnp.broadcast_to(public, private.shape), private, sens
 
 
 def _mse_block(x, x_hat, tab, eps_laplace):
@@ -258,7 +264,8 @@ def _mse_block(x, x_hat, tab, eps_laplace):
 
 def _probabilities_block(x, x_hat, tab, eps_laplace, eps_select, theta):
     x_hat, _, lap, tail = _block_terms(x, x_hat, tab, eps_laplace)
-    score, sens = _scores(lap, tail, x_hat, tab, theta)
+    public, private, sens = _scores(lap, tail, x_hat, tab, theta)
+    score = public + private
     return jax.nn.softmax((eps_select / (2.0 * sens)) * score.reshape(-1)).reshape(score.shape)
 
 
@@ -294,7 +301,7 @@ def _quantize_block_drawn(
     n, d = x.shape
     nd = n * d
     x_hat, c, lap, tail = _block_terms(x, x_hat, tab, eps_laplace)
-    score, sens = _scores(lap, tail, x_hat, tab, theta, prune, bound)
+    public, private, sens = _scores(lap, tail, x_hat, tab, theta, prune, bound)
     gs = tab.cbrt_gs**3  # [K, nd] Lemma 1 sensitivities in scan order
     # Theorem 1: coefficient k < t gets ε*_k = GS_k^{2/3}/S_t · ε_QL; joint accounting divides by ρ_t.
     # With the noise scale b_k = GS_k/ε*_k (× ρ_t) = GS_k^{1/3} S_t ρ_t / ε_QL.
@@ -309,9 +316,11 @@ def _quantize_block_drawn(
         ratio_max = jax.lax.cummax(tab.cbrt_gs / gamma_all, axis=1)  # max_{k<t} GS_k^{1/3}/γ_k, [K, nd]
         ratio_max = jnp.concatenate([jnp.zeros_like(ratio_max[:, :1]), ratio_max], axis=1)
         ratio = ratio_max * tab.prefix * tab.rho * inflate_all * 1.01 / eps_laplace
-        score = jnp.where(ratio < exact.MAX_SCALE, score, -jnp.inf)
-        # Algorithm 1, lines 1-4: exponential mechanism over all (σ, t), sampled exactly on integer scores.
-        idx = mechanisms.exponential_exact_core(draws.select, score.reshape(-1), eps_select, sens)
+        public = jnp.where(ratio < exact.MAX_SCALE, public, -jnp.inf)
+        # Algorithm 1, lines 1-4: exponential mechanism over all (σ, t), sampled exactly on integer scores
+        # (the public and private parts of ω_θ rounded apart: `mechanisms.integer_scores`).
+        idx = mechanisms.exponential_exact_core(draws.select, private.reshape(-1), eps_select, sens,
+                                                public=public.reshape(-1))
         s, t = idx // (nd + 1), idx % (nd + 1)
         eps_k = tab.cbrt_gs[s] ** 2 * eps_laplace / (tab.prefix[s, t] * tab.rho[s, t])
         gamma = gamma_all[s]
@@ -319,7 +328,7 @@ def _quantize_block_drawn(
         noisy = mechanisms.grid_laplace_core(draws.noise, c[s], scale, gamma)
     else:
         # Algorithm 1, lines 1-4: exponential mechanism over all (σ, t), in log space.
-        s, t = mechanisms.exponential_drawn(draws.select, score, epsilon=eps_select, sensitivity=sens)
+        s, t = mechanisms.exponential_drawn(draws.select, public + private, epsilon=eps_select, sensitivity=sens)
         # Lines 6-13: Laplace noise of scale GS_k/ε*_k (× ρ_t) on the first t coefficients, zero the rest.
         eps_k = tab.cbrt_gs[s] ** 2 * eps_laplace / (tab.prefix[s, t] * tab.rho[s, t])
         noisy = mechanisms.add_standard_laplace(draws.noise, c[s], epsilon=eps_k, sensitivity=gs[s])

@@ -25,6 +25,7 @@ from jaxdp.mechanisms.exponential import (
     exponential_drawn,
     exponential_exact,
     exponential_exact_core,
+    integer_scores,
     exponential_mechanism,
     exponential_probabilities,
     exponential_segments,

@@ -14,7 +14,7 @@ from jaxdp.mechanisms.laplace import standard_gumbel
 from jaxdp.mechanisms.noise import kernel_noise
 from jaxdp.transforms import cumsum
 
-__all__ = ['exponential_exact', 'exponential_uniforms', 'exponential_drawn', 'exponential', 'exponential_probabilities', 'exponential_mechanism', 'exponential_segments', 'exponential_exact_core', 'categorical_2d', 'categorical_2d_from', 'categorical_uniforms']
+__all__ = ['exponential_exact', 'exponential_uniforms', 'exponential_drawn', 'exponential', 'exponential_probabilities', 'exponential_mechanism', 'exponential_segments', 'exponential_exact_core', 'integer_scores', 'categorical_2d', 'categorical_2d_from', 'categorical_uniforms']
 
 
 
@@ -31,19 +31,58 @@ def _score_grid(epsilon, sensitivity):
     return jnp.exp2(jnp.floor(jnp.log2(sensitivity / steps)))
 
 
-def exponential_exact_core(key, scores, epsilon, sensitivity):
-    """Traceable core of `exponential_exact` over the last axis of ``scores [k]`` (one draw)."""
+_SPLIT_LIMIT = 2.0**22  # exponential_exact_core(public=...): each integer part is clamped here (sum < 2^23)
+
+
+def integer_scores(scores, epsilon, sensitivity, public=None):
+    """The integer scores the exact exponential mechanism draws from (traceable core, last axis).
+
+    Returns ``(q, allowed, delta_q)``: ``q_i = max(Q_i, Q* − M)`` (integer-valued floats, Q* the best allowed,
+    M = 2²⁴ − 1: distances beyond M are clamped, which keeps the sensitivity), `allowed` (finite candidates) and
+    ``Δ_Q``, the sensitivity of q when every score has sensitivity ≤ Δ. Without `public`,
+    ``Q_i = round(score_i/γ_s)``. With `public` (a data-independent term of every score, e.g. a Laplace
+    error computed from public tables), the score is ``public_i + score_i`` but the two are rounded apart:
+    ``Q_i = max(P_i − P*, −2²²) + clip(round(score_i/γ_s), ±2²²)`` with ``P_i = round(public_i/γ_s)`` and
+    P* its largest allowed value. The rounding and clamping of the public part are the same for neighbouring
+    inputs, and clipping the private part is 1-Lipschitz, so Δ_Q is unchanged; every value stays below 2²⁴,
+    where float32 holds integers exactly. Rounding ``public + score`` in float32 instead rounds at the
+    magnitude of the public term, which can be thousands of γ_s: two neighbours' Q then moved by more than
+    Δ_Q (found in review for the HVC codec's (t, σ) scores: ≈ 0.5 % of ε past the exact margin). ``-inf`` in
+    `public` excludes a candidate.
+    """
+    qs, allowed, delta_q = _rounded_scores(scores, epsilon, sensitivity, public)
+    best = jnp.max(jnp.where(allowed, qs, -jnp.inf), axis=-1, keepdims=True)
+    q = jnp.where(allowed, best - jnp.minimum(best - qs, float(_MAX_DISTANCE)), -jnp.inf)
+    return q, allowed, delta_q
+
+
+def _rounded_scores(scores, epsilon, sensitivity, public):
     dtype = scores.dtype
     eps = jnp.asarray(epsilon, dtype)
     sens = jnp.asarray(sensitivity, dtype)
     gamma = _score_grid(eps, sens)
-    qs = jnp.round(scores / gamma)  # integer-valued floats (−inf/NaN: excluded)
-    allowed = jnp.isfinite(qs)
+    if public is None:
+        qs = jnp.round(scores / gamma)  # integer-valued floats (−inf/NaN: excluded)
+        allowed = jnp.isfinite(qs)
+    else:
+        qp = jnp.round(jnp.asarray(public, dtype) / gamma)
+        allowed = jnp.isfinite(qp) & jnp.isfinite(scores)
+        qp = qp - jnp.max(jnp.where(allowed, qp, -jnp.inf), axis=-1, keepdims=True)  # public shift
+        qt = jnp.clip(jnp.round(scores / gamma), -_SPLIT_LIMIT, _SPLIT_LIMIT)
+        qs = jnp.where(allowed, jnp.maximum(qp, -_SPLIT_LIMIT) + qt, -jnp.inf)
+    # |ΔQ| ≤ Δ/γ_s + 1 for rounded scores; + 1/4 covers float error in computing them (≪ γ_s/4)
+    return qs, allowed, jnp.ceil(sens / gamma + 0.25) + 1.0
+
+
+def exponential_exact_core(key, scores, epsilon, sensitivity, public=None):
+    """Traceable core of `exponential_exact` over the last axis of ``scores [k]`` (one draw); `public` as in
+    `integer_scores` (a data-independent part of every score, rounded apart from the private part)."""
+    dtype = scores.dtype
+    eps = jnp.asarray(epsilon, dtype)
+    qs, allowed, delta_q = _rounded_scores(scores, epsilon, sensitivity, public)
     best = jnp.max(jnp.where(allowed, qs, -jnp.inf))
     # distance to the best, clamped: max(q_i, q* − M) has the sensitivity of q (exact below 2^24)
     dist = jnp.where(allowed, jnp.minimum(best - qs, float(_MAX_DISTANCE)), 0.0).astype(jnp.int32)
-    # |ΔQ| ≤ Δ/γ_s + 1 for rounded scores; + 1/4 covers float error in computing them (≪ γ_s/4)
-    delta_q = jnp.ceil(sens / gamma + 0.25) + 1.0
     c = eps / (2.0 * delta_q) * jnp.asarray(1.0 - 2.0**-20, dtype)  # rounded down: never more than ε
     rate = jnp.minimum(jnp.floor(c.astype(jnp.float32) * jnp.float32(2.0**32)), jnp.float32(4294967040.0))
     return exact.exponential_integer(key, dist, allowed, rate.astype(jnp.uint32))
