@@ -462,6 +462,13 @@ class _FrameMeans:
         possible = self.lap1 / (self.eps_ql * eps_frames) ** 2 <= _LIVE_FRACTION * np.sum(self.width**2) / (4 * d)
         eps_v = np.where(possible, _VARIANCE_SHARE, 0.0) * eps_frames
         w_v = np.broadcast_to((sizes * eps_v) ** 2, (*reps, f))
+        if kernel == "grid":  # public budgets: refuse before any draw (the grid sampler would release NaN)
+            eps_low = np.minimum(self.share, 1.0) * eps_frames - eps_v  # the means' smallest budget (live blocks)
+            mechanisms.check_grid_ratio(epsilon=eps_low[:, None] * self.alloc[None, :],
+                                        sensitivity=self.width[None, :] / sizes[:, None])
+            if np.any(possible):
+                mechanisms.check_grid_ratio(epsilon=eps_v[possible], sensitivity=self.sens[1] / sizes[possible],
+                                            coordinates=d)
         masked = np.where(possible[:, None], moments[1], 0.0)  # frames not asked: nothing of the data enters
         # the variances: one joint query (L1 sensitivity ΣΛ²/r over the d columns, all of which may move)
         noisy_v = release(1, masked, np.where(possible, eps_v, 1.0), np.ones(d), np.full(d, self.sens[1]), d)
