@@ -345,7 +345,7 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
             if np.any(mn < 0):
                 j = int(np.argmin(mn))
                 raise InputError(f"--bounds data (1.5 x max, domain [0, 1.5 max]) needs non-negative values; column "
-                                 f"{columns[j]!r} has {mn[j]:g}. Give public bounds 'lo:hi,...' instead.")  # fmt: skip
+                                 f"{columns[j]!r} has negative ones. Give public bounds 'lo:hi,...' instead.")  # fmt: skip
             width = 1.5 * mx
             width = np.where(width > 0, width, 1.0)
             bounds = (np.zeros(len(columns)), width)
@@ -595,12 +595,15 @@ def _emit(writer, out, idx, id_of, id_column, diag, content=None):
 
 
 def _strict_check(reader, x, row0, lo, hi, columns):
+    """The message names where (to fix the file) and the public domain, never the value (messages end up in
+    logs)."""
     bad = np.argwhere((x < lo) | (x > hi))
     if bad.size:
         r, c = bad[0]
+        side = "below" if x[r, c] < lo[c] else "above"
         raise InputError(
             f"--strict-bounds: a value is outside the domain at {reader._where(row0 + r)}, column {columns[c]!r}: "
-            f"{x[r, c]:g} not in [{lo[c]:g}, {hi[c]:g}]. Widen --bounds or drop --strict-bounds to clip them."
+            f"{side} [{lo[c]:g}, {hi[c]:g}]. Widen --bounds or drop --strict-bounds to clip them."
         )
 
 

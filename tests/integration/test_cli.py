@@ -150,6 +150,19 @@ def test_anonymize_bad_input_exits_2_with_a_message(tmp_path, capsys, content, e
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("content, extra", [
+    ("a,b\n1,2\n0.5,7.123\n", ["--bounds", "5,5", "--strict-bounds"]),
+    ("a,b\n1,2\n0.5,-7.123\n", ["--bounds", "data"]),
+])
+def test_refusals_do_not_print_the_data(tmp_path, capsys, content, extra):
+    """Messages end up in logs: a refusal names the place and the public domain, not the offending value."""
+    src = tmp_path / "in.csv"
+    src.write_text(content)
+    assert cli.main(["anonymize", str(src), "-o", str(tmp_path / "o.csv"), "--quiet", *extra]) == 2
+    err = capsys.readouterr().err
+    assert "column 'b'" in err and "7.123" not in err
+
+
 def test_unknown_option_is_an_argparse_error():
     with pytest.raises(SystemExit) as exc:
         cli.main(["anonymize", "--frobnicate"])
