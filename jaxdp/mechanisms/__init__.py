@@ -43,6 +43,7 @@ from jaxdp.mechanisms.laplace import (
     laplace_noise,
     laplace_scale,
     standard_gumbel,
+    standard_gumbel_from_uniform,
     standard_laplace,
 )
 from jaxdp.mechanisms.noise import (
@@ -54,4 +55,4 @@ from jaxdp.mechanisms.noise import (
     precision,
 )
 
-__all__ = ['NOISES', 'add_laplace', 'add_standard_laplace', 'check_grid_ratio', 'check_noise', 'exact', 'exponential', 'exponential_drawn', 'exponential_exact', 'exponential_mechanism', 'exponential_probabilities', 'exponential_segments', 'exponential_uniforms', 'grid_laplace', 'grid_spacing', 'grid_value_limit', 'kernel_noise', 'l2_norm_noise', 'laplace', 'laplace_mechanism', 'laplace_noise', 'laplace_scale', 'precision', 'standard_gumbel', 'standard_laplace']
+__all__ = ['NOISES', 'add_laplace', 'add_standard_laplace', 'check_grid_ratio', 'check_noise', 'exact', 'exponential', 'exponential_drawn', 'exponential_exact', 'exponential_mechanism', 'exponential_probabilities', 'exponential_segments', 'exponential_uniforms', 'grid_laplace', 'grid_spacing', 'grid_value_limit', 'kernel_noise', 'l2_norm_noise', 'laplace', 'laplace_mechanism', 'laplace_noise', 'laplace_scale', 'precision', 'standard_gumbel', 'standard_gumbel_from_uniform', 'standard_laplace']
