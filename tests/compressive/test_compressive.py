@@ -380,19 +380,18 @@ def test_compressive_measures_in_float64_whatever_the_release_dtype(key):
     """The float32 release is recovered from the float64 measurement (cast: post-processing), so it shares
     every private draw — S and y* — with the float64 release for the same key; only the recovery's precision
     differs. Had ΦD, the scores or the noise been computed in float32, S and the releases would differ by the
-    noise. (At a private S ≈ 28 the float32 NIHT sometimes settles on another support, so the releases are
-    compared at a public S.)"""
-    d = 100 * C.synthetic_compressible(2, n=256)
-    keys = jax.random.split(key, 6)
-    lo = C.compressive(keys, d, epsilon=0.5)
-    hi = C.compressive(keys, d, epsilon=0.5, noise="float64")
+    noise. (At n = 256 and S ≈ 28 the float32 NIHT was seen to settle on another support; at this size it
+    does not.)"""
+    d = 100 * C.synthetic_compressible(2, n=64)
+    keys = jax.random.split(key, 3)[1:]  # two draws of S that differ (7 and 6)
+    cfg = C.CompressiveConfig(basis="dct", iterations=20, refit=5)  # the DCT compiles ≈ 3× faster than Haar
+    lo = C.compressive(keys, d, epsilon=0.01, config=cfg)
+    hi = C.compressive(keys, d, epsilon=0.01, config=cfg, noise="float64")
     np.testing.assert_array_equal(lo.sparsity, hi.sparsity)
-    np.testing.assert_array_equal(lo.k, hi.k)
-    lo = C.compressive(keys, d, epsilon=0.5, sparsity=6)
-    hi = C.compressive(keys, d, epsilon=0.5, sparsity=6, noise="float64")
+    assert len(set(lo.sparsity.tolist())) > 1  # different draws: the agreement is not a constant S
     assert lo.release.dtype == np.float32 and hi.release.dtype == np.float64
     err = np.linalg.norm(hi.release - d, axis=-1)  # the noise level of each release
-    assert np.all(np.linalg.norm(lo.release - hi.release, axis=-1) < 1e-4 * err)  # measured ≤ 4·10⁻⁶
+    assert np.all(np.linalg.norm(lo.release - hi.release, axis=-1) < 1e-4 * err)  # measured 1.1·10⁻⁷
 
 
 def test_cmco_counts_in_float64_whatever_the_release_dtype(key):
