@@ -314,5 +314,5 @@ def read_number_column(path: str) -> np.ndarray:
             except ValueError:
                 if lineno == 1 and not vals:
                     continue  # header
-                raise ValueError(f"{path}:{lineno}: {field!r} is not a number.") from None
+                raise ValueError(f"{path}:{lineno}: the last field is not a number.") from None  # not the value: logs
     return np.asarray(vals, np.float64)

@@ -213,7 +213,7 @@ class TableReader:
             bad = ~np.isfinite(x)
             if bad.any():
                 r, c = np.argwhere(bad)[0]
-                raise InputError(f"{self._where(row + r)}, column {self.columns[c]!r}: {x[r, c]!r} is not finite "
+                raise InputError(f"{self._where(row + r)}, column {self.columns[c]!r}: a value is not finite "
                                  "(NaN/inf): remove or impute it before anonymizing.")  # fmt: skip
             ids = None if self.id_column is None else batch.column(batch.schema.get_field_index(self.id_column))
             if ids is not None:
@@ -273,8 +273,8 @@ class TableReader:
                 break
         else:
             r = 0
-        raise InputError(f"{self._where(row + r)}, column {name!r}: {vals[r]!r} is not a number "
-                         "(all columns but --ids-column must be numeric).")  # fmt: skip
+        raise InputError(f"{self._where(row + r)}, column {name!r}: the value is not a number "
+                         "(all columns but --ids-column must be numeric).")  # fmt: skip  (never the value: logs)
 
     def _where(self, data_row: int) -> str:
         if self.fmt == "csv":
@@ -331,8 +331,9 @@ class TableReader:
                 if name == self.id_column:
                     continue
                 if not _is_csv_number(cell):
-                    return (f"{self.path}, line {line_no}, column {name!r}: {cell!r} is not a number (all columns "
-                            "but --ids-column must be numeric; write numbers like 1000 or 1.5e3).")  # fmt: skip
+                    return (f"{self.path}, line {line_no}, column {name!r}: the value is not a number (all columns "
+                            "but --ids-column must be numeric; write numbers like 1000 or 1.5e3, without "
+                            "separators such as 1_000 or 1,000).")  # fmt: skip  (never the value: logs)
         return None
 
     def _codec_for_rescan(self):

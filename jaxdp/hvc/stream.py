@@ -463,7 +463,8 @@ class _FrameMeans:
         eps_v = np.where(possible, _VARIANCE_SHARE, 0.0) * eps_frames
         w_v = np.broadcast_to((sizes * eps_v) ** 2, (*reps, f))
         if kernel == "grid":  # public budgets: refuse before any draw (the grid sampler would release NaN)
-            eps_low = np.minimum(self.share, 1.0) * eps_frames - eps_v  # the means' smallest budget (live blocks)
+            # the means' smallest budget: s·ε_f − ε_v where the blocks may go live (public rule), else ε_f
+            eps_low = np.where(possible, np.minimum(self.share, 1.0) * eps_frames - eps_v, eps_frames)
             mechanisms.check_grid_ratio(epsilon=eps_low[:, None] * self.alloc[None, :],
                                         sensitivity=self.width[None, :] / sizes[:, None])
             if np.any(possible):

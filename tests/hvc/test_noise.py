@@ -86,3 +86,17 @@ def test_grid_frame_mean_layer_refuses_budgets_it_cannot_sample_instead_of_relea
     stream = jaxdp.StreamAnonymizer(key, cfg, epsilon=1.0, bounds=bounds)
     with pytest.raises(ValueError, match="cannot sample this release exactly"):
         stream.push(records)
+
+
+@pytest.mark.slow
+def test_grid_frame_mean_layer_accepts_budgets_it_can_sample(key):
+    """Found in review of the refusal above: it first checked s·ε_f for every frame, but a frame whose blocks
+    can never be live (a public rule) spends all of ε_f on its means — budgets in [1, 1/s) × the limit were
+    refused though the sampler takes them. Here ε_f = 6.2·10⁻⁵ (ratio 0.74 × 2²⁹ at ε_f, 1.49 × at s·ε_f)."""
+    records = datasets.load_census()[:96]
+    bounds = (np.zeros(13), datasets.bounds_from_data(datasets.load_census()))
+    cfg = jaxdp.HVCConfig(8, 4, noise="grid", target_length=520_000)
+    res = jaxdp.anonymize(key, records, cfg, epsilon=1.0, bounds=bounds)
+    assert np.isfinite(np.asarray(res.records)).all()
+    with pytest.raises(ValueError, match="cannot sample this release exactly"):  # 2× smaller: refused
+        jaxdp.anonymize(key, records, dataclasses.replace(cfg, target_length=1_100_000), epsilon=1.0, bounds=bounds)

@@ -153,6 +153,7 @@ def test_anonymize_bad_input_exits_2_with_a_message(tmp_path, capsys, content, e
 @pytest.mark.parametrize("content, extra", [
     ("a,b\n1,2\n0.5,7.123\n", ["--bounds", "5,5", "--strict-bounds"]),
     ("a,b\n1,2\n0.5,-7.123\n", ["--bounds", "data"]),
+    ("a,b\n1,2\n0.5,John 7.123\n", ["--bounds", "5,5"]),
 ])
 def test_refusals_do_not_print_the_data(tmp_path, capsys, content, extra):
     """Messages end up in logs: a refusal names the place and the public domain, not the offending value."""
