@@ -15,6 +15,7 @@ from jaxdp.compressive.mechanism import (
     _basis_key,
     _check_vector,
     _HashableMatrix,
+    _signs,
 )
 from jaxdp.compressive.recovery import _recover, psi_ops
 
@@ -236,10 +237,10 @@ def _cmco_sums_jit(key, v, scale, k, dtype):
     """(Φ in `dtype`, the k noisy prefix sums ``[T, k]`` in `dtype`), computed in the dtype of `v`."""
     big_t = v.shape[0]
     k_phi, k_tree = jax.random.split(key)
-    signs = jax.random.rademacher(k_phi, (k, big_t), dtype)  # column t is √k·Φ_t (public); exactly ±1
-    u = signs.T.astype(v.dtype) * (v / math.sqrt(k))[:, None]  # [T, k]: u_t = Φ_t D[t]
+    pm = _signs(k_phi, (k, big_t), dtype)  # column t is √k·Φ_t (public; `projection(k_phi, k, T)`); exactly ±1
+    u = pm.T.astype(v.dtype) * (v / math.sqrt(k))[:, None]  # [T, k]: u_t = Φ_t D[t]
     sums = _tree_scan(jax.random.split(k_tree, big_t), u, scale, _tree_levels(big_t))
-    return signs / jnp.sqrt(jnp.asarray(k, dtype)), sums.astype(dtype)
+    return pm / jnp.sqrt(jnp.asarray(k, dtype)), sums.astype(dtype)
 
 
 @functools.partial(jax.jit, static_argnums=(2, 3, 4, 5, 6))

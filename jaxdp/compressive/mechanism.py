@@ -109,9 +109,18 @@ def measurements(n: int, s: int, c_k: float) -> int:
 
 # --------------------------------------------------------------------------------------- projection
 def projection(key: jax.Array, k: int, n: int, dtype=None) -> Float[Array, "k n"]:
-    """The public random matrix Φ ∈ {±1/√k}^{k×n} (i.i.d. symmetric Bernoulli) from `key`."""
+    """The public random matrix Φ ∈ {±1/√k}^{k×n} (i.i.d. symmetric Bernoulli) from `key`: the Φ that
+    `compressive` and `measure` use for that key, in any dtype and with or without ``jax_enable_x64``."""
     dtype = dtype or _validate.float_dtype()
-    return jax.random.rademacher(key, (k, n), dtype) / jnp.sqrt(jnp.asarray(k, dtype))
+    return _signs(key, (k, n), dtype) / jnp.sqrt(jnp.asarray(k, dtype))
+
+
+def _signs(key: jax.Array, shape, dtype) -> jax.Array:
+    """i.i.d. ±1 (exactly, in `dtype`) from the top bit of 32-bit words: the same signs whatever the dtype and
+    the x64 mode (`jax.random.rademacher` draws a uniform of the default float width, so its signs for one key
+    change with ``jax_enable_x64``; the compressive mechanism measures under x64 and recovers without it)."""
+    bits = jax.random.bits(key, tuple(shape), jnp.uint32)
+    return jnp.where((bits >> 31) == 1, jnp.asarray(1, dtype), jnp.asarray(-1, dtype))
 
 
 # --------------------------------------------------------------------------------------- mechanisms
@@ -236,17 +245,17 @@ def measure(key_phi: jax.Array, key_noise: jax.Array, d, *, epsilon, k: int, noi
     Returns:
       ``(phi [k, n], y_star [k])`` in the dtype of `d`.
     """
-    signs = jax.random.rademacher(key_phi, (k, d.shape[0]), d.dtype)  # Φ = signs/√k, as `projection`
-    y_star = mechanisms.laplace_mechanism(key_noise, _samples(signs, d), epsilon=epsilon, sensitivity=math.sqrt(k),
+    pm = _signs(key_phi, (k, d.shape[0]), d.dtype)  # Φ = pm/√k: `projection(key_phi, k, n)`
+    y_star = mechanisms.laplace_mechanism(key_noise, _samples(pm, d), epsilon=epsilon, sensitivity=math.sqrt(k),
                                           noise=noise, coordinates=k)  # every sample moves
-    return signs / jnp.sqrt(jnp.asarray(k, d.dtype)), y_star
+    return pm / jnp.sqrt(jnp.asarray(k, d.dtype)), y_star
 
 
-def _samples(signs, d):
-    """ΦD = (signs @ D)/√k in the dtype of `d`, a few rows of `signs` at a time (a float64 copy of a float32
-    Φ would double its memory)."""
-    k = signs.shape[0]
-    return jax.lax.map(lambda row: row.astype(d.dtype) @ d, signs, batch_size=min(k, 16)) / math.sqrt(k)
+def _samples(pm, d):
+    """ΦD = (pm @ D)/√k (pm: the ±1 signs) in the dtype of `d`, a few rows of `pm` at a time (a float64 copy of a
+    float32 Φ would double its memory)."""
+    k = pm.shape[0]
+    return jax.lax.map(lambda row: row.astype(d.dtype) @ d, pm, batch_size=min(k, 16)) / math.sqrt(k)
 
 
 
@@ -270,10 +279,10 @@ def _private_part(k_phi, k_noise, v, eps_noise, k, noise, dtype):
 
 @functools.partial(jax.jit, static_argnums=(4, 5, 6))
 def _measure_jit(k_phi, k_noise, d64, eps, k, noise, dtype):
-    signs = jax.random.rademacher(k_phi, (k, d64.shape[0]), dtype)  # exactly ±1 in any float dtype
-    y_star = mechanisms.laplace_mechanism(k_noise, _samples(signs, d64), epsilon=eps, sensitivity=math.sqrt(k),
+    pm = _signs(k_phi, (k, d64.shape[0]), dtype)  # exactly ±1; Φ = pm/√k = `projection(k_phi, k, n, dtype)`
+    y_star = mechanisms.laplace_mechanism(k_noise, _samples(pm, d64), epsilon=eps, sensitivity=math.sqrt(k),
                                           noise=noise, coordinates=k)  # every sample moves; as `measure` in float64
-    return signs / jnp.sqrt(jnp.asarray(k, dtype)), y_star.astype(dtype)
+    return pm / jnp.sqrt(jnp.asarray(k, dtype)), y_star.astype(dtype)
 
 
 @functools.partial(jax.jit, static_argnums=(2, 3, 4, 5))
