@@ -169,14 +169,24 @@ def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig 
     _validate.positive_scalar("epsilon", epsilon)
     noise = mechanisms.check_noise(noise)
     if noise == "grid":
-        _check_grid_every_k(_check_vector(d).size, float(epsilon), config, sparsity, k)
+        v = _check_vector(d)
+        _check_grid_every_k(v.size, float(epsilon), config, sparsity, k, float(np.sum(np.abs(v))))
     with mechanisms.precision(noise):
         if key.ndim == 1:
             return _compressive_many(key, d, epsilon, config, sparsity, k, noise)
         return _compressive_public(key, d, epsilon, config, sparsity, k, noise)
 
 
-def _check_grid_every_k(n, epsilon, config, sparsity, k):
+def _check_grid_range(magnitude, sensitivity, coordinates, what):
+    """noise="grid" holds values up to (2²⁹ − 1)·γ and clamps beyond (private, but wrong): refuse such inputs.
+    The message names the public limit, not the data's value (messages end up in logs)."""
+    limit = mechanisms.grid_value_limit(sensitivity=sensitivity, coordinates=coordinates)
+    if magnitude > limit:
+        raise ValueError(f'noise="grid" holds values up to (2**29 - 1)·γ = {limit:g} here (its finest grid); {what} '
+                         'beyond it: use noise="float64".')
+
+
+def _check_grid_every_k(n, epsilon, config, sparsity, k, l1):
     """noise="grid": check the noise-to-grid ratio of every k the release may use *before* S is drawn (a check
     after the private choice of S spent ε_sel first and made retries a rejection sampler over S)."""
     if sparsity is None:
@@ -187,6 +197,8 @@ def _check_grid_every_k(n, epsilon, config, sparsity, k):
     ks = ks[(ks >= 1) & (ks <= n)]
     if ks.size:
         mechanisms.check_grid_ratio(epsilon=eps_noise / config.l1_sensitivity, sensitivity=np.sqrt(ks), coordinates=ks)
+        for k_ in ks:  # every sample |Φ_i·D| ≤ ‖D‖₁/√k
+            _check_grid_range(l1 / np.sqrt(k_), np.sqrt(k_), int(k_), "the samples ΦD may reach")
 
 
 def _compressive_public(key, d, epsilon, config, sparsity, k, noise):
@@ -294,18 +306,24 @@ def _recover_jit(phi, y_star, s, basis, iterations, refit):
 
 def laplace_identity(key: jax.Array, d, *, epsilon: float, l1_sensitivity: float = 1.0,
                      noise: str = "float") -> Float[Array, " n"]:
-    """The baseline: ``D + Lap(Δ/ε)^n`` (ε-DP for neighbours at L1 distance ≤ Δ). `noise` as in `compressive`."""
+    """The baseline: ``D + Lap(Δ/ε)^n`` (ε-DP for neighbours at L1 distance ≤ Δ). `noise` as in `compressive`.
+
+    Computed in float64 whatever `noise` and released in the default dtype (the cast is post-processing): in
+    float32, values beyond 2²⁴ round neighbours apart by more than Δ before the noise.
+    """
     _validate.key(key)
     _validate.positive_scalar("epsilon", epsilon)
     _validate.positive_scalar("l1_sensitivity", l1_sensitivity)
     noise = mechanisms.check_noise(noise)
     with mechanisms.precision(noise):
-        raw = _check_vector(d)
-        _validate.float32_exact(float(np.max(np.abs(raw))), _validate.float_dtype(), "d reaches")
-        v = jnp.asarray(raw, _validate.float_dtype())
-        if noise == "grid":  # neighbours at L1 distance Δ may differ in every coordinate
-            mechanisms.check_grid_ratio(epsilon=epsilon, sensitivity=l1_sensitivity, coordinates=v.size)
-        return _laplace_identity_jit(key, v, float(epsilon), float(l1_sensitivity), mechanisms.kernel_noise(noise))
+        out = np.dtype(_validate.float_dtype())
+    raw = _check_vector(d)
+    if noise == "grid":  # neighbours at L1 distance Δ may differ in every coordinate
+        mechanisms.check_grid_ratio(epsilon=epsilon, sensitivity=l1_sensitivity, coordinates=raw.size)
+        _check_grid_range(float(np.max(np.abs(raw))), l1_sensitivity, raw.size, "d reaches")
+    with jax.enable_x64(True):
+        v = jnp.asarray(raw, np.float64)
+        return _laplace_identity_jit(key, v, float(epsilon), float(l1_sensitivity), mechanisms.kernel_noise(noise)).astype(out)
 
 
 @functools.partial(jax.jit, static_argnums=(4,))

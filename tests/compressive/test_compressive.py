@@ -351,6 +351,22 @@ def test_grid_ratio_is_checked_for_every_k_before_s_is_drawn(key):
             C.compressive(k, d, epsilon=8e-7, noise="grid")
 
 
+def test_laplace_identity_computes_in_float64_and_grid_refuses_values_it_cannot_hold(key):
+    """`laplace_identity` adds its noise in float64 and casts (post-processing): neighbours 1 apart near 2²⁵ stay 1
+    apart before the noise (same key: the noise cancels up to the release's rounding). With noise="grid",
+    values beyond the grid's range (it clamps there) are refused, for it and for the compressive mechanism."""
+    with jax.enable_x64(True):
+        a = C.laplace_identity(key, np.array([2.0**25 + 5, 1.0]), epsilon=1.0, noise="float64")
+        b = C.laplace_identity(key, np.array([2.0**25 + 6, 1.0]), epsilon=1.0, noise="float64")
+    assert float(b[0] - a[0]) == pytest.approx(1.0, abs=1e-6)
+    lo = C.laplace_identity(key, np.array([2.0**25 + 5, 1.0]), epsilon=1.0)
+    assert lo.dtype == np.float32 and float(lo[0]) == np.float32(float(a[0]))  # the float64 release, cast
+    with pytest.raises(ValueError, match="holds values up to"):
+        C.laplace_identity(key, np.array([1e7, 1.0]), epsilon=1.0, noise="grid")
+    with pytest.raises(ValueError, match="holds values up to"):
+        C.compressive(key, np.full(256, 1e7), epsilon=1.0, noise="grid")
+
+
 def test_float32_sums_past_2_24_are_refused(key):
     """Found in review: in float32, inputs near 2²⁵ and register sums past 2²⁴ round by 4–16 for neighbours 1 apart,
     past the sensitivity the noise is calibrated to. Refused, with noise="float64" as the way out."""
@@ -358,8 +374,6 @@ def test_float32_sums_past_2_24_are_refused(key):
         C.tree_counter(key, np.full(64, 3e6), epsilon=1.0)
     with pytest.raises(ValueError, match="2\\*\\*24"):
         C.continual_identity(key, np.full(64, 3e6), epsilon=1.0)
-    with pytest.raises(ValueError, match="2\\*\\*24"):
-        C.laplace_identity(key, np.array([2.0**25 + 5, 1.0]), epsilon=1.0)
     counter = C.TreeCounter(key, epsilon=1.0, horizon=16)
     for _ in range(5):
         counter.push(3e6)  # 15·10⁶ so far: exact
