@@ -82,8 +82,10 @@ def standard_gumbel_from_uniform(u: jax.Array) -> jax.Array:
 
     Float caveat (README, Samplers): in float32 `u` takes the 2²³ values j·2⁻²³ (j = 0 read as the smallest
     normal), and the variates' CDF is within D = 1.62·10⁻⁷ of the continuous Gumbel's (Kolmogorov distance,
-    computed by enumerating them all; ``tests/mechanisms/test_exact.py``). A Gumbel-max draw over k candidates
-    is then within k·D of the exact exponential mechanism on every output set: δ ≤ (1 + e^ε)·k·D per draw.
+    computed by enumerating them all with XLA:CPU's log; ``tests/mechanisms/test_exact.py``; another log
+    implementation gives another D, e.g. 1.95·10⁻⁷ with NumPy's). If the perturbed logits l + G are compared
+    exactly, a Gumbel-max draw over k candidates is within k·D of the exact exponential mechanism on every
+    output set: δ ≤ (1 + e^ε)·k·D per draw. The float rounding of l + G (2⁻²⁴·|l| in float32) is not covered.
     """
     return -jnp.log(-jnp.log(u))
 
