@@ -45,7 +45,8 @@ def tree_counter(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: floa
       key: typed PRNG key. stream: inputs ``[T]`` or vectors ``[T, k]`` (k counters sharing the tree;
         `l1_sensitivity` bounds the L1 change of *all* of one time's inputs together). epsilon: ε > 0.
       horizon: the public maximum length (default T).
-      noise: ``"float"`` or ``"float64"``. ``"grid"`` is refused: registers accumulate float inputs,
+      noise: ``"float"`` or ``"float64"`` (the registers are float64 either way; ``"float"`` releases them cast
+        to the default dtype, post-processing). ``"grid"`` is refused: registers accumulate float inputs,
         which an exact grid release would need in integers (not implemented).
 
     Returns:
@@ -56,7 +57,10 @@ def tree_counter(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: floa
     _validate.positive_scalar("l1_sensitivity", l1_sensitivity)
     noise = _tree_noise(noise)
     with mechanisms.precision(noise):
-        return _tree_counter(key, stream, epsilon, l1_sensitivity, horizon)
+        out = np.dtype(_validate.float_dtype())
+    sums = _tree_counter(key, stream, epsilon, l1_sensitivity, horizon)
+    with jax.enable_x64(True):  # the cast (to float64 too) outside x64 would truncate
+        return sums.astype(out)
 
 
 def _tree_noise(noise):
@@ -76,13 +80,13 @@ def _tree_counter(key, stream, epsilon, l1_sensitivity, horizon):
     horizon = x.shape[0] if horizon is None else _validate.size("horizon", horizon)
     if horizon < x.shape[0]:
         raise ValueError(f"horizon {horizon} is shorter than the stream ({x.shape[0]}).")
-    # the registers are partial sums of the inputs: they must stay exact in float32
-    _validate.float32_exact(float(np.max(np.sum(np.abs(x if x.ndim == 2 else x[:, None]), axis=0))),
-                            _validate.float_dtype(), "the stream's values sum")
-    xs = jnp.asarray(x if x.ndim == 2 else x[:, None], _validate.float_dtype())
-    keys = jax.random.split(key, horizon)[: x.shape[0]]
-    out = _tree_jit(keys, xs, _register_budget(epsilon, l1_sensitivity, horizon, xs.dtype), _tree_levels(horizon))
-    return out if x.ndim == 2 else out[:, 0]
+    # The registers are partial sums of the inputs, in float64 whatever the release dtype (in float32, sums past
+    # 2²⁴ rounded neighbours 1 apart by 4–16, past the sensitivity): the caller casts the float64 release.
+    with jax.enable_x64(True):
+        xs = jnp.asarray(x if x.ndim == 2 else x[:, None], np.float64)
+        keys = jax.random.split(key, horizon)[: x.shape[0]]
+        out = _tree_jit(keys, xs, _register_budget(epsilon, l1_sensitivity, horizon, np.float64), _tree_levels(horizon))
+        return out if x.ndim == 2 else out[:, 0]
 
 
 def _register_budget(epsilon, sensitivity, horizon, dtype):
@@ -139,13 +143,13 @@ class TreeCounter:
         self._k = _validate.size("k", k)
         self._levels = _tree_levels(self._horizon)
         with mechanisms.precision(self._noise):
-            dtype = _validate.float_dtype()
+            self._out = np.dtype(_validate.float_dtype())  # the release dtype; the registers are float64
         self._keys = jax.random.split(key, self._horizon)
-        self._scale = _register_budget(epsilon, l1_sensitivity, self._horizon, dtype)
-        zeros = jnp.zeros((self._levels + 1, self._k), dtype)
+        with jax.enable_x64(True):
+            self._scale = _register_budget(epsilon, l1_sensitivity, self._horizon, np.float64)
+            zeros = jnp.zeros((self._levels + 1, self._k), np.float64)
         self._carry = (zeros, zeros)
         self._t = 0
-        self._abs_total = np.zeros(self._k)  # Σ|x| per column so far (float32 registers must stay below 2²⁴)
 
     @property
     def state(self):
@@ -158,21 +162,27 @@ class TreeCounter:
         v = np.asarray(x, np.float64).reshape(-1)
         if v.size != self._k or not np.all(np.isfinite(v)):
             raise ValueError(f"push takes {self._k} finite value(s), got {np.asarray(x).shape}.")
-        total = self._abs_total + np.abs(v)
-        _validate.float32_exact(float(total.max()), self._carry[0].dtype, "the pushed values sum")
-        self._abs_total = total
-        with mechanisms.precision(self._noise):
+        with jax.enable_x64(True):  # float64 registers, as `tree_counter`
             self._carry, out = _tree_push(self._levels, self._scale, self._carry,
-                                          (jnp.asarray(self._t + 1), jnp.asarray(v, self._scale.dtype), self._keys[self._t]))
+                                          (jnp.asarray(self._t + 1), jnp.asarray(v, np.float64), self._keys[self._t]))
+            out = out.astype(self._out)
         self._t += 1
         return out if self._k > 1 else out[0]
 
 
 def continual_identity(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: float = 1.0,
                        noise: str = "float") -> Float[Array, " T"]:
-    """The baseline of the paper's Section 6.3: D*_t[i] = Σ*_i − Σ*_{i−1} from one tree counter (ε-DP)."""
-    sums = tree_counter(key, stream, epsilon=epsilon, l1_sensitivity=l1_sensitivity, noise=noise)
-    return jnp.diff(sums, prepend=jnp.zeros((1,), sums.dtype))
+    """The baseline of the paper's Section 6.3: D*_t[i] = Σ*_i − Σ*_{i−1} from one tree counter (ε-DP), the
+    differences taken in float64 before the cast to the release dtype."""
+    _validate.key(key)
+    _validate.positive_scalar("epsilon", epsilon)
+    _validate.positive_scalar("l1_sensitivity", l1_sensitivity)
+    noise = _tree_noise(noise)
+    with mechanisms.precision(noise):
+        out = np.dtype(_validate.float_dtype())
+    sums = _tree_counter(key, stream, epsilon, l1_sensitivity, None)
+    with jax.enable_x64(True):
+        return jnp.diff(sums, axis=0, prepend=jnp.zeros((1, *sums.shape[1:]), sums.dtype)).astype(out)
 
 
 def cmco(key: jax.Array, stream, *, epsilon: float, k: int, sparsity: int, times, basis="haar",
