@@ -52,15 +52,20 @@ def tree_counter(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: floa
     Returns:
       Noisy prefix sums of shape ``[T]`` or ``[T, k]``.
     """
+    sums, out = _float64_sums(key, stream, epsilon, l1_sensitivity, horizon, noise)
+    with jax.enable_x64(True):  # the cast (to float64 too) outside x64 would truncate
+        return sums.astype(out)
+
+
+def _float64_sums(key, stream, epsilon, l1_sensitivity, horizon, noise):
+    """Validate; the tree counter's float64 prefix sums and the release dtype of `noise`."""
     _validate.key(key)
     _validate.positive_scalar("epsilon", epsilon)
     _validate.positive_scalar("l1_sensitivity", l1_sensitivity)
     noise = _tree_noise(noise)
     with mechanisms.precision(noise):
         out = np.dtype(_validate.float_dtype())
-    sums = _tree_counter(key, stream, epsilon, l1_sensitivity, horizon)
-    with jax.enable_x64(True):  # the cast (to float64 too) outside x64 would truncate
-        return sums.astype(out)
+    return _tree_counter(key, stream, epsilon, l1_sensitivity, horizon), out
 
 
 def _tree_noise(noise):
@@ -174,13 +179,7 @@ def continual_identity(key: jax.Array, stream, *, epsilon: float, l1_sensitivity
                        noise: str = "float") -> Float[Array, " T"]:
     """The baseline of the paper's Section 6.3: D*_t[i] = Σ*_i − Σ*_{i−1} from one tree counter (ε-DP), the
     differences taken in float64 before the cast to the release dtype."""
-    _validate.key(key)
-    _validate.positive_scalar("epsilon", epsilon)
-    _validate.positive_scalar("l1_sensitivity", l1_sensitivity)
-    noise = _tree_noise(noise)
-    with mechanisms.precision(noise):
-        out = np.dtype(_validate.float_dtype())
-    sums = _tree_counter(key, stream, epsilon, l1_sensitivity, None)
+    sums, out = _float64_sums(key, stream, epsilon, l1_sensitivity, None, noise)
     with jax.enable_x64(True):
         return jnp.diff(sums, axis=0, prepend=jnp.zeros((1, *sums.shape[1:]), sums.dtype)).astype(out)
 
