@@ -211,10 +211,7 @@ def _compressive_public(key, d, epsilon, config, sparsity, k, noise):
     if sparsity is None:
         eps_sel = config.select_fraction * epsilon
         eps_noise = epsilon - eps_sel
-        with jax.enable_x64(True):  # the scores read D: float64 (see `_private_part`)
-            x = psi_ops(config.basis, n, np.float64)[1](jnp.asarray(v, np.float64))
-            s = int(_select_s(k_sel, x, eps_sel, eps_noise / config.l1_sensitivity, config.c2, config.c4,
-                              c5 * config.l1_sensitivity, max_sparsity(n, config.c_k), noise=kn))
+        s = int(_draw_sparsity(k_sel, v, config, c5, eps_sel, eps_noise / config.l1_sensitivity, kn))
     else:
         s = _validate.size("sparsity", sparsity)
         if s > n:
@@ -269,6 +266,20 @@ def _samples(pm, d):
     k = pm.shape[0]
     return jax.lax.map(lambda row: row.astype(d.dtype) @ d, pm, batch_size=min(k, 16)) / math.sqrt(k)
 
+
+
+def _draw_sparsity(k_sel, v, config, c5, eps_sel, eps_noise, noise):
+    """S by the exponential mechanism on u(D, S) (`_select_s`), its scores computed in float64 whatever the
+    release dtype (they read D; see `_private_part`); `k_sel` one key or ``[R]`` → an int array ``[]`` / ``[R]``."""
+    n = v.size
+    with jax.enable_x64(True):
+        x = psi_ops(config.basis, n, np.float64)[1](jnp.asarray(v, np.float64))
+
+        def draw(kk):
+            return _select_s(kk, x, eps_sel, eps_noise, config.c2, config.c4, c5 * config.l1_sensitivity,
+                             max_sparsity(n, config.c_k), noise=noise)
+
+        return np.asarray(jax.vmap(draw)(k_sel) if k_sel.ndim else draw(k_sel))
 
 
 def _private_part(k_phi, k_noise, v, eps_noise, k, noise, dtype):
@@ -345,11 +356,7 @@ def _compressive_many(keys, d, epsilon, config, sparsity, k_given, noise):
     if sparsity is None:
         eps_sel = config.select_fraction * epsilon
         eps_noise = (epsilon - eps_sel) / config.l1_sensitivity
-        with jax.enable_x64(True):  # the scores read D: float64 (see `_private_part`)
-            x = psi_ops(config.basis, n, np.float64)[1](jnp.asarray(v, np.float64))
-            s_all = np.asarray(jax.vmap(lambda kk: _select_s(kk, x, eps_sel, eps_noise, config.c2, config.c4,
-                                                             c5 * config.l1_sensitivity, max_sparsity(n, config.c_k),
-                                                             noise=kn))(split[:, 1]))
+        s_all = _draw_sparsity(split[:, 1], v, config, c5, eps_sel, eps_noise, kn)
     else:
         s_pub = _validate.size("sparsity", sparsity)
         if s_pub > n:

@@ -464,7 +464,7 @@ class _FrameMeans:
         w_v = np.broadcast_to((sizes * eps_v) ** 2, (*reps, f))
         if kernel == "grid":  # public budgets: refuse before any draw (the grid sampler would release NaN)
             # the means' smallest budget: s·ε_f − ε_v where the blocks may go live (public rule), else ε_f
-            eps_low = np.where(possible, np.minimum(self.share, 1.0) * eps_frames - eps_v, eps_frames)
+            eps_low = np.where(possible, self.share * eps_frames - eps_v, eps_frames)
             mechanisms.check_grid_ratio(epsilon=eps_low[:, None] * self.alloc[None, :],
                                         sensitivity=self.width[None, :] / sizes[:, None])
             if np.any(possible):

@@ -48,7 +48,7 @@ def integer_scores(scores, epsilon, sensitivity, public=None):
     where float32 holds integers exactly. Rounding ``public + score`` in float32 instead rounds at the
     magnitude of the public term, which can be thousands of γ_s: two neighbours' Q then moved by more than
     Δ_Q (found in review for the HVC codec's (t, σ) scores: ≈ 0.5 % of ε past the exact margin). ``-inf`` in
-    `public` excludes a candidate.
+    `public` excludes a candidate; with `public`, which candidates are allowed depends on it alone.
     """
     qs, allowed, delta_q = _rounded_scores(scores, epsilon, sensitivity, public)
     best = jnp.max(jnp.where(allowed, qs, -jnp.inf), axis=-1, keepdims=True)
@@ -66,9 +66,10 @@ def _rounded_scores(scores, epsilon, sensitivity, public):
         allowed = jnp.isfinite(qs)
     else:
         qp = jnp.round(jnp.asarray(public, dtype) / gamma)
-        allowed = jnp.isfinite(qp) & jnp.isfinite(scores)
+        allowed = jnp.isfinite(qp)  # the candidate set reads the public part only
         qp = qp - jnp.max(jnp.where(allowed, qp, -jnp.inf), axis=-1, keepdims=True)  # public shift
-        qt = jnp.clip(jnp.round(scores / gamma), -_SPLIT_LIMIT, _SPLIT_LIMIT)
+        # the private part clipped (±inf to the limits, NaN to the worst): finite, and 1-Lipschitz where finite
+        qt = jnp.clip(jnp.nan_to_num(jnp.round(scores / gamma), nan=-_SPLIT_LIMIT), -_SPLIT_LIMIT, _SPLIT_LIMIT)
         qs = jnp.where(allowed, jnp.maximum(qp, -_SPLIT_LIMIT) + qt, -jnp.inf)
     # |ΔQ| ≤ Δ/γ_s + 1 for rounded scores; + 1/4 covers float error in computing them (≪ γ_s/4)
     return qs, allowed, jnp.ceil(sens / gamma + 0.25) + 1.0

@@ -250,6 +250,10 @@ def test_public_part_of_the_scores_is_rounded_apart_from_the_private_part():
     q, allowed, _ = mechanisms.integer_scores(jnp.asarray([0.0, -1.0, -2.0]), 1.0, 1.0, jnp.asarray([0.0, -jnp.inf, 0.0]))
     np.testing.assert_array_equal(np.asarray(allowed), [True, False, True])
     assert float(q[0]) > float(q[2])
+    # the candidate set reads the public part only: non-finite private scores are clipped, not excluded
+    q, allowed, _ = mechanisms.integer_scores(jnp.asarray([0.0, -jnp.inf, jnp.nan]), 1.0, 1.0, jnp.zeros(3))
+    np.testing.assert_array_equal(np.asarray(allowed), [True, True, True])
+    assert np.isfinite(np.asarray(q)).all() and float(q[0]) > float(q[1]) == float(q[2])
 
 
 def test_float_gumbel_is_within_its_stated_kolmogorov_distance_by_enumeration():
