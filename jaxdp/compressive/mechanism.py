@@ -177,15 +177,6 @@ def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig 
         return _compressive_public(key, d, epsilon, config, sparsity, k, noise)
 
 
-def _check_grid_range(magnitude, sensitivity, coordinates, what):
-    """noise="grid" holds values up to (2²⁹ − 1)·γ and clamps beyond (private, but wrong): refuse such inputs.
-    The message names the public limit, not the data's value (messages end up in logs)."""
-    limit = mechanisms.grid_value_limit(sensitivity=sensitivity, coordinates=coordinates)
-    if magnitude > limit:
-        raise ValueError(f'noise="grid" holds values up to (2**29 - 1)·γ = {limit:g} here (its finest grid); {what} '
-                         'beyond it: use noise="float64".')
-
-
 def _check_grid_every_k(n, epsilon, config, sparsity, k, l1):
     """noise="grid": check the noise-to-grid ratio of every k the release may use *before* S is drawn (a check
     after the private choice of S spent ε_sel first and made retries a rejection sampler over S)."""
@@ -198,7 +189,8 @@ def _check_grid_every_k(n, epsilon, config, sparsity, k, l1):
     if ks.size:
         mechanisms.check_grid_ratio(epsilon=eps_noise / config.l1_sensitivity, sensitivity=np.sqrt(ks), coordinates=ks)
         for k_ in ks:  # every sample |Φ_i·D| ≤ ‖D‖₁/√k
-            _check_grid_range(l1 / np.sqrt(k_), np.sqrt(k_), int(k_), "the samples ΦD may reach")
+            mechanisms.check_grid_values(l1 / np.sqrt(k_), sensitivity=np.sqrt(k_), coordinates=int(k_),
+                                         what="samples ΦD")
 
 
 def _compressive_public(key, d, epsilon, config, sparsity, k, noise):
@@ -331,7 +323,7 @@ def laplace_identity(key: jax.Array, d, *, epsilon: float, l1_sensitivity: float
     raw = _check_vector(d)
     if noise == "grid":  # neighbours at L1 distance Δ may differ in every coordinate
         mechanisms.check_grid_ratio(epsilon=epsilon, sensitivity=l1_sensitivity, coordinates=raw.size)
-        _check_grid_range(float(np.max(np.abs(raw))), l1_sensitivity, raw.size, "d reaches")
+        mechanisms.check_grid_values(float(np.max(np.abs(raw))), sensitivity=l1_sensitivity, coordinates=raw.size)
     with jax.enable_x64(True):
         v = jnp.asarray(raw, np.float64)
         return _laplace_identity_jit(key, v, float(epsilon), float(l1_sensitivity), mechanisms.kernel_noise(noise)).astype(out)

@@ -51,8 +51,9 @@ from jaxdp.mechanisms.noise import (
     check_grid_ratio,
     check_noise,
     grid_value_limit,
+    check_grid_values,
     kernel_noise,
     precision,
 )
 
-__all__ = ['NOISES', 'add_laplace', 'add_standard_laplace', 'check_grid_ratio', 'check_noise', 'exact', 'exponential', 'exponential_drawn', 'exponential_exact', 'exponential_mechanism', 'exponential_probabilities', 'exponential_segments', 'exponential_uniforms', 'grid_laplace', 'grid_spacing', 'grid_value_limit', 'kernel_noise', 'l2_norm_noise', 'laplace', 'laplace_mechanism', 'laplace_noise', 'laplace_scale', 'precision', 'standard_gumbel', 'standard_gumbel_from_uniform', 'standard_laplace']
+__all__ = ['NOISES', 'add_laplace', 'add_standard_laplace', 'check_grid_ratio', 'check_grid_values', 'check_noise', 'exact', 'exponential', 'exponential_drawn', 'exponential_exact', 'exponential_mechanism', 'exponential_probabilities', 'exponential_segments', 'exponential_uniforms', 'grid_laplace', 'grid_spacing', 'grid_value_limit', 'kernel_noise', 'l2_norm_noise', 'laplace', 'laplace_mechanism', 'laplace_noise', 'laplace_scale', 'precision', 'standard_gumbel', 'standard_gumbel_from_uniform', 'standard_laplace']

@@ -7,7 +7,7 @@ import numpy as np
 
 from jaxdp.mechanisms import exact
 
-__all__ = ['NOISES', 'check_noise', 'precision', 'check_grid_ratio', 'grid_value_limit', 'kernel_noise']
+__all__ = ['NOISES', 'check_noise', 'precision', 'check_grid_ratio', 'grid_value_limit', 'check_grid_values', 'kernel_noise']
 
 
 # ------------------------------------------------------------------------------------------------
@@ -78,3 +78,12 @@ def grid_value_limit(*, sensitivity, coordinates=1) -> float:
     m = np.maximum(np.asarray(coordinates, np.float64), 1.0)
     return float((2**29 - 1) * np.min(_gamma(sensitivity, m)))
 
+
+def check_grid_values(magnitude: float, *, sensitivity, coordinates=1, what: str = "values") -> None:
+    """Eagerly refuse a ``noise="grid"`` release of values up to `magnitude` (a bound the caller computes: a
+    count, a sum, ‖D‖₁/√k) beyond `grid_value_limit`, where the sampler would clamp them (private, but wrong).
+    The check reads the data; the message names the public limit only (messages end up in logs)."""
+    limit = grid_value_limit(sensitivity=sensitivity, coordinates=coordinates)
+    if magnitude > limit:
+        raise ValueError(f'noise="grid" holds {what} up to (2**29 - 1)·γ = {limit:,.6g} here (its finest grid); these '
+                         'reach beyond it: use noise="float64".')

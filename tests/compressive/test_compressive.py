@@ -363,7 +363,7 @@ def test_laplace_identity_computes_in_float64_and_grid_refuses_values_it_cannot_
     assert lo.dtype == np.float32 and float(lo[0]) == np.float32(float(a[0]))  # the float64 release, cast
     with pytest.raises(ValueError, match="holds values up to"):
         C.laplace_identity(key, np.array([1e7, 1.0]), epsilon=1.0, noise="grid")
-    with pytest.raises(ValueError, match="holds values up to"):
+    with pytest.raises(ValueError, match="holds samples ΦD up to"):
         C.compressive(key, np.full(256, 1e7), epsilon=1.0, noise="grid")
 
 
