@@ -223,3 +223,22 @@ def two_size_bucketing_sequential(o, fp, *, m_min: int | None = None, m_max: int
     return None if best is None else (*best, int(best_loss))
 
 
+
+
+def record_partition_loop(o, fp, s1, b1, s2, b2):
+    """Section 4.3's record partition as the paper writes it (one record moved at a time, values in round
+    robin), for a valid setting: the reference for jaxdp.bucketize.record_partition's closed form."""
+    o = np.asarray(o, np.int64)
+    a1 = np.minimum(_floor(np.asarray(fp) * s1) * b1, o)
+    a2 = np.minimum(_floor(np.asarray(fp) * s2) * b2, o)
+    n1 = a1.copy()
+    n2 = o - n1
+    need = s2 * b2 - n2.sum()
+    while need > 0:
+        for i in np.flatnonzero((n2 < a2) & (n1 > 0)):
+            if need == 0:
+                break
+            n1[i] -= 1
+            n2[i] += 1
+            need -= 1
+    return n1, n2

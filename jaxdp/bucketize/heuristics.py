@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import functools
+
 import numpy as np
 
 from jaxdp import _validate
@@ -44,42 +46,61 @@ def assign_records(values_idx, classes):
 
 
 # --------------------------------------------------------------------------------------- two-size search
+_BIG = np.iinfo(np.int64).max // 4  # 'no limit' in integer arithmetic (sums of it cannot overflow)
 _FIRST_BATCH = 48  # size pairs searched before loss-based pruning (those of the smallest lower bound)
-def _gammas(total, s1, s2):
-    """Lemma 5.21 for arrays of size pairs: (ok, b1⁰, b2⁰, Δ1, Δ2, k) of Γ(S1, S2); `ok` is False where
-    S1 b1 + S2 b2 = |T| has no solution with b1, b2 ≥ 0."""
+@functools.lru_cache(maxsize=16)
+def _pairs(m_min: int, m_max: int):
+    """The size pairs M ≤ S1 < S2 ≤ M′ in the paper's scan order (S1 outer, S2 inner) with what Γ(S1, S2)
+    needs that does not depend on |T|: gcd g, Δ1 = lcm/S1, Δ2 = lcm/S2 and (S2/g)⁻¹ mod (S1/g). Cached
+    (read-only arrays): MultiSize calls TwoSize with the same M, M′ dozens of times."""
+    s1, s2 = np.triu_indices(m_max + 1, 1)
+    keep = s1 >= m_min
+    s1, s2 = s1[keep].astype(np.int64), s2[keep].astype(np.int64)
     g = np.gcd(s1, s2)
-    lcm = s1 * s2 // g
-    d1, d2 = lcm // s1, lcm // s2
-    # smallest b2 in [0, Δ2) with (total − S2 b2) divisible by S1 (Δ2 ≤ S1 ≤ M′: a short loop over b2)
-    b2 = np.full(s1.shape, -1, np.int64)
-    for cand in range(int(d2.max(initial=0))):
-        hit = (b2 < 0) & (cand < d2) & ((total - s2 * cand) % s1 == 0)
-        b2 = np.where(hit, cand, b2)
-    ok = (total % g == 0) & (b2 >= 0) & (total - s2 * np.maximum(b2, 0) >= 0)
-    b2 = np.maximum(b2, 0)
+    d1, d2 = s2 // g, s1 // g  # lcm / S1, lcm / S2
+    inv = np.asarray([pow(int(a % m), -1, int(m)) if m > 1 else 0 for a, m in zip(s2 // g, d2)], np.int64)
+    out = (s1, s2, g, d1, d2, inv)
+    for a in out:
+        a.flags.writeable = False
+    return out
+
+
+def _gammas(total, s1, s2, g, d1, d2, inv):
+    """Lemma 5.21 for arrays of size pairs: (ok, b1⁰, b2⁰, k) of Γ(S1, S2); `ok` is False where
+    S1 b1 + S2 b2 = |T| has no solution with b1, b2 ≥ 0. b2⁰ is the smallest b2 ≥ 0 with S2 b2 ≡ |T|
+    (mod S1): b2⁰ = (|T|/g)·(S2/g)⁻¹ mod (S1/g), since Δ2 = S1/g."""
+    div = total % g == 0
+    b2 = np.where(div, ((total // g) % d2) * inv % d2, 0)
+    ok = div & (total - s2 * b2 >= 0)
     b1 = np.where(ok, (total - s2 * b2) // s1, 0)
-    return ok, b1, b2, d1, d2, b1 // d1
+    return ok, b1, b2, b1 // d1
 
 
-def _first_true(pred, lo, hi):
-    """Smallest j in [lo, hi] with pred(j) true for a predicate that is monotone (F…F T…T) in j; hi + 1 if
-    none. Vectorized: lo, hi and pred's result are arrays (over size pairs and values)."""
-    lo = np.asarray(lo, np.int64).copy()
-    hi = np.asarray(hi, np.int64) + 1
-    while np.any(lo < hi):
-        mid = (lo + hi) // 2
-        ok = pred(np.minimum(mid, hi - 1)) & (lo < hi)
-        hi = np.where(ok, mid, hi)
-        lo = np.where(~ok & (lo < hi), mid + 1, lo)
-    return lo
+def _fc_limit(o, weight, c, s):
+    """The largest integer x ≥ 0 with ``Σ_i w_i·min(c_i x, o_i) ≥ s·x`` per row (the fill condition FC of
+    Theorem 4.17 for x buckets of size s), a large number where every x holds. ``c [P, m]``, ``s [P]``.
+
+    The left side is concave in x and equals ``min_k L_k(x)`` over the lines ``L_k(x) = Σ_{first k} w o +
+    x·Σ_{rest} w c`` with the values sorted by their saturation point o_i/c_i (any split bounds the sum from
+    above; the split at x attains it). So FC holds iff ``x·(s − C_k) ≤ A_k`` for every k: x ≤ ⌊A_k/(s − C_k)⌋
+    where s > C_k — exact integer arithmetic, in place of a binary search over x."""
+    t = np.where(c > 0, o / np.maximum(c, 1), np.inf)  # distinct rationals compare exactly in float64
+    order = np.argsort(t, axis=1, kind="stable")
+    wo = (weight * o)[order]
+    wc = np.take_along_axis(c * weight, order, 1)
+    zero = np.zeros((c.shape[0], 1), np.int64)
+    a = np.concatenate([zero, np.cumsum(wo, 1)], 1)
+    rest = np.concatenate([np.cumsum(wc[:, ::-1], 1)[:, ::-1], zero], 1)
+    den = s[:, None] - rest
+    return np.where(den > 0, a // np.where(den > 0, den, 1), _BIG).min(1)
+
 
 
 def _first_linear(a, b, lo, hi):
     """The smallest integer j in [lo, hi] with ``a + j·b ≥ 0`` (integers; elementwise), hi + 1 if none —
-    what `_first_true` finds by bisection for this predicate where it is monotone (b ≥ 0), in closed form.
+    what a bisection finds for this predicate where it is monotone (b ≥ 0), in closed form.
     Where b < 0 the predicate holds on a prefix: the answer is lo if it holds there, else hi + 1."""
-    big = np.iinfo(np.int64).max // 4
+    big = _BIG
     pos = b > 0
     # b > 0: a + j b ≥ 0 ⟺ j ≥ ⌈−a/b⌉ = −⌊a/b⌋; b ≤ 0: true from lo on (if it holds at lo) or never in range
     j_star = np.where(pos, -(a // np.where(pos, b, 1)), np.where(a + lo * b >= 0, -big, big))
@@ -87,27 +108,28 @@ def _first_linear(a, b, lo, hi):
 
 
 def _first_valid(o, fp, s1, s2, b10, b20, d1, d2, kprime, weight):
-    """Theorem 5.30 for P size pairs at once: the first valid pair of each Γ′ (j ∈ [0, k′]) by binary
-    searches (FC(S1) monotone, FC(S2) anti-monotone, PC(x_i) valid on a prefix ∪ a suffix whose ends are
-    found by binary search). Arrays ``[P]``; values along a second axis ``[P, m]``: the distinct (o_i, f′_i)
-    pairs, `weight` times each (values with the same count and f′ have the same conditions). Returns
-    (found, j)."""
+    """Theorem 5.30 for P size pairs at once: the first valid pair of each Γ′ (j ∈ [0, k′]); the paper's
+    binary searches (FC(S1) monotone, FC(S2) anti-monotone, PC(x_i) valid on a prefix ∪ a suffix) replaced
+    by their closed forms (exact integer arithmetic; the sequential searches are the tests' reference).
+    Arrays ``[P]``; values along a second axis ``[P, m]``: the distinct (o_i, f′_i) pairs, `weight` times
+    each (values with the same count and f′ have the same conditions). Returns (found, j)."""
+    c1 = _floor(fp[None, :] * s1[:, None])
+    c2 = _floor(fp[None, :] * s2[:, None])
+    # FC(S1) holds where b1(j) = b1⁰ − jΔ1 ≤ x1 (the first such j), FC(S2) where b2(j) = b2⁰ + jΔ2 ≤ x2 (up to
+    # the last such j): closed forms from `_fc_limit`, clipped to [0, k′ + 1] (k′ + 1: none in range)
+    lo = np.clip(-((_fc_limit(o, weight, c1, s1) - b10) // d1), 0, kprime + 1)
+    found, j = np.zeros(s1.shape, bool), lo
+    r = np.flatnonzero(lo <= kprime)  # FC(S2) only where FC(S1) leaves some j; PC where both do
+    hi = np.clip((_fc_limit(o, weight, c2[r], s2[r]) - b20[r]) // d2[r] + 1, 0, kprime[r] + 1) - 1
+    r, hi = r[lo[r] <= hi], hi[lo[r] <= hi]
+    if r.size:
+        found[r], j[r] = _first_pc(o, c1[r], c2[r], b10[r], b20[r], d1[r], d2[r], kprime[r], lo[r], hi)
+    return found, j
+
+
+def _first_pc(o, c1, c2, b10, b20, d1, d2, kprime, lo, hi):
+    """The first j in [lo, hi] where PC(x_i) holds for every value (Theorem 5.30), per size pair."""
     col = lambda a: a[:, None]  # noqa: E731
-    c1 = _floor(fp[None, :] * col(s1))
-    c2 = _floor(fp[None, :] * col(s2))
-    m = o.size
-
-    def b1(j):
-        return (b10 if j.ndim == 1 else col(b10)) - j * (d1 if j.ndim == 1 else col(d1))
-
-    def b2(j):
-        return (b20 if j.ndim == 1 else col(b20)) + j * (d2 if j.ndim == 1 else col(d2))
-
-    zero = np.zeros(s1.shape, np.int64)
-    fc1 = _first_true(lambda j: np.minimum(c1 * col(b1(j)), o) @ weight >= s1 * b1(j), zero, kprime)
-    # FC(S2) anti-monotone: last j where it holds = first j where it fails − 1
-    fc2_fail = _first_true(lambda j: np.minimum(c2 * col(b2(j)), o) @ weight < s2 * b2(j), zero, kprime)
-    lo, hi = fc1, fc2_fail - 1
     # The per-value conditions are linear in j, so their binary searches have closed forms (exact integer
     # arithmetic): `_first_linear` = the smallest j in [lo, hi] with a + j·b ≥ 0, hi + 1 if none.
     zeros = np.zeros(c1.shape, np.int64)
@@ -124,8 +146,8 @@ def _first_valid(o, fp, s1, s2, b10, b20, d1, d2, kprime, weight):
     f_lo = np.where(mono, a_end, first_fail)
     f_hi = np.where(mono, np.minimum(first_hold, b_start), b_start)
     j = lo.copy()
-    live = lo <= hi
-    for _ in range(m + 1):
+    live = np.ones(j.shape, bool)
+    for _ in range(o.size + 1):
         bad = live[:, None] & (f_lo <= col(j)) & (col(j) < f_hi)
         stuck = bad.any(1)
         if not stuck.any():
@@ -158,26 +180,38 @@ def two_size_bucketing(o, fp, *, m_min: int | None = None, m_max: int = 50) -> t
     o = np.asarray(o, np.int64)
     fp = np.asarray(fp, np.float64)
     check_fprime(o, fp)
-    total = int(o.sum())
     m_min = int(np.min(np.ceil(1.0 / fp - _TOL))) if m_min is None else int(m_min)
     m_min = max(m_min, 1)
     if m_max <= m_min:
         raise ValueError(f"need M′ > M, got M = {m_min}, M′ = {m_max}.")
-    s1, s2 = np.triu_indices(m_max + 1, 1)  # row-major: S1 outer, S2 inner (the paper's scan order)
-    keep = s1 >= m_min
-    s1, s2 = s1[keep].astype(np.int64), s2[keep].astype(np.int64)
-    ok, b10, b20, d1, d2, k = _gammas(total, s1, s2)
+    return _two_size_search(o, fp, m_min, int(m_max))
+
+
+def _two_size_search(o, fp, m_min, m_max, below=None):
+    """`two_size_bucketing` on checked input; with `below`, only settings of loss < below are searched
+    (None if there is none): MultiSize keeps a split only if it lowers the loss, so it passes the loss of
+    the bucket class it splits and the pairs that cannot beat it are never searched."""
+    total = int(o.sum())
+    s1, s2, g, d1, d2, inv = _pairs(m_min, m_max)  # the paper's scan order: S1 outer, S2 inner
+    ok, b10, b20, k = _gammas(total, s1, s2, g, d1, d2, inv)
     s1, s2, b10, b20, d1, d2, k = (a[ok] for a in (s1, s2, b10, b20, d1, d2, k))
     if s1.size == 0:
         return None
     loss0 = b10 * (s1 - 1) ** 2 + b20 * (s2 - 1) ** 2  # the loss at j = 0, a lower bound (Lemma 5.24)
-    step = d2 * (s2 - 1) ** 2 - d1 * (s1 - 1) ** 2  # > 0: the loss grows by `step` per j
     big = np.iinfo(np.int64).max
+    cap = big if below is None else int(below) - 1  # the largest loss of interest
+    if cap < big:
+        keep = loss0 <= cap
+        s1, s2, b10, b20, d1, d2, k, loss0 = (a[keep] for a in (s1, s2, b10, b20, d1, d2, k, loss0))
+        if s1.size == 0:
+            return None
+    step = d2 * (s2 - 1) ** 2 - d1 * (s1 - 1) ** 2  # > 0: the loss grows by `step` per j
     # values with the same count and f′ share every condition: search over the distinct pairs, weighted
     distinct, weight = np.unique(np.stack([o.astype(np.float64), fp], 1), axis=0, return_counts=True)
     o_u, fp_u = distinct[:, 0].astype(np.int64), distinct[:, 1]
 
-    def search(sel, kprime):
+    def search(sel, bound):  # each pair over the prefix of Γ whose loss can be ≤ bound
+        kprime = k[sel] if bound == big else np.minimum(k[sel], (bound - loss0[sel]) // step[sel])
         found, j = _first_valid(o_u, fp_u, s1[sel], s2[sel], b10[sel], b20[sel], d1[sel], d2[sel], kprime, weight)
         return np.where(found, loss0[sel] + j * step[sel], big), j
 
@@ -186,12 +220,11 @@ def two_size_bucketing(o, fp, *, m_min: int | None = None, m_max: int = 50) -> t
     # over the prefix of Γ that can, in one batch
     first = np.argsort(loss0, kind="stable")[: min(loss0.size, _FIRST_BATCH)]
     loss, j = np.full(s1.size, big), np.zeros(s1.size, np.int64)
-    loss[first], j[first] = search(first, k[first])
-    best = loss.min()
+    loss[first], j[first] = search(first, cap)
+    best = min(cap, int(loss.min()))
     rest = np.setdiff1d(np.flatnonzero(loss0 <= best), first) if best < big else np.setdiff1d(np.arange(s1.size), first)
     if rest.size:
-        kprime = k[rest] if best == big else np.minimum(k[rest], (best - loss0[rest]) // step[rest])
-        loss[rest], j[rest] = search(rest, kprime)
+        loss[rest], j[rest] = search(rest, best)
     if loss.min() == big:
         return None
     i = int(np.argmin(loss))  # the first pair in scan order with the smallest loss
@@ -225,11 +258,14 @@ def multi_size_bucketing(sa, fp_of_value, *, m_min: int | None = None, m_max: in
     fp = np.asarray([fp_of_value[v] for v in values], np.float64)
     check_fprime(o, fp, values)
     idx = np.searchsorted(values, np.asarray(sa))
-    m_min = int(np.min(np.ceil(1.0 / fp - _TOL))) if m_min is None else m_min
+    m_min = max(int(np.min(np.ceil(1.0 / fp - _TOL))) if m_min is None else int(m_min), 1)
+    if m_max <= m_min:
+        raise ValueError(f"need M′ > M, got M = {m_min}, M′ = {m_max}.")
 
     def rec(n, s, b):  # n: per-value counts of this record set, b buckets of size s
-        res = two_size_bucketing(n, fp, m_min=m_min, m_max=m_max) if n.sum() > 1 else None
-        if res is None or res[2] >= b * (s - 1) ** 2:
+        # only a split that lowers the loss b (s − 1)² is kept: search only settings below it
+        res = _two_size_search(n, fp, m_min, m_max, below=b * (s - 1) ** 2) if n.sum() > 1 else None
+        if res is None:
             return [(s, b, n)]
         out = []
         for s_j, b_j, n_j in _two_size_classes(n, fp, res):

@@ -110,15 +110,22 @@ def record_partition(o, fp, s1, b1, s2, b2) -> tuple[np.ndarray, np.ndarray]:
     a2 = np.minimum(_floor(np.asarray(fp) * s2) * b2, o)
     n1 = a1.copy()
     n2 = o - n1
-    need = s2 * b2 - n2.sum()
-    while need > 0:
-        room = np.flatnonzero((n2 < a2) & (n1 > 0))
-        for i in room:
-            if need == 0:
-                break
-            n1[i] -= 1
-            n2[i] += 1
-            need -= 1
+    need = int(s2 * b2 - n2.sum())
+    if need > 0:
+        # The paper's loop moves one record per value with room (n2 < a2 and n1 > 0), values in order, pass
+        # after pass, until |T2| = s(B2). Value i has room for cap_i moves, so after r full passes it has
+        # moved min(r, cap_i): find the last pass r (the smallest with Σ min(r, cap) ≥ need) and give its
+        # remaining moves to the first values with cap ≥ r — the loop's result without the loop.
+        cap = np.maximum(np.minimum(a2 - n2, n1), 0)
+        lo, hi = 1, int(cap.max())  # Σ cap ≥ need: the setting is valid
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if np.minimum(cap, mid).sum() >= need else (mid + 1, hi)
+        moved = np.minimum(cap, lo - 1)
+        last = np.flatnonzero(cap >= lo)[: need - int(moved.sum())]
+        moved[last] += 1
+        n1 -= moved
+        n2 += moved
     return n1, n2
 
 

@@ -97,6 +97,26 @@ def test_theorem_4_17_agrees_with_max_flow_on_random_settings():
             assert bool(B.valid_two_size(o, fp, s1, b1, s2, b2)) == B.assignment_exists(o, caps, [s1 * b1, s2 * b2])
 
 
+def test_record_partition_equals_the_papers_one_record_loop():
+    """The closed-form partition (last round-robin pass found by bisection) moves the same records as the
+    paper's loop, on every valid two-size setting of random small tables and on large counts."""
+    rng = np.random.default_rng(4)
+    checked = 0
+    for _ in range(200):
+        o, fp = _random_instance(rng, max_values=7, max_count=int(rng.choice([9, 400])), slack=0.2)
+        s1 = int(rng.integers(1, 8))
+        s2 = int(s1 + rng.integers(1, 8))
+        for b1 in range(0, o.sum() // s1 + 1):
+            b2, rem = divmod(int(o.sum()) - s1 * b1, s2)
+            if rem or not B.valid_two_size(o, fp, s1, b1, s2, b2):
+                continue
+            got = B.record_partition(o, fp, s1, b1, s2, b2)
+            ref = reference.record_partition_loop(o, fp, s1, b1, s2, b2)
+            assert all(np.array_equal(g, r) for g, r in zip(got, ref)), (o, fp, s1, b1, s2, b2)
+            checked += 1
+    assert checked > 200
+
+
 def test_two_size_search_with_pruning_equals_exhaustive_search():
     rng = np.random.default_rng(1)
     for _ in range(300):
