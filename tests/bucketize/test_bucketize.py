@@ -204,6 +204,36 @@ def test_every_method_is_fprime_private_and_keeps_each_record_once(theta):
     assert losses["opt"] <= losses["multi"] <= losses["two"]
 
 
+def _multi_size_reference(o, fp, m_min, m_max):
+    """Algorithm 2 as the paper writes it, from public pieces: TwoSize on the whole class, kept only if it
+    lowers the loss, then both parts recursively. Returns the (S, b, per-value counts) classes."""
+    def rec(n, s, b):
+        res = B.two_size_bucketing(n, fp, m_min=m_min, m_max=m_max) if n.sum() > 1 else None
+        if res is None or res[2] >= b * (s - 1) ** 2:
+            return [(s, b, n)]
+        (s1, b1), (s2, b2), _ = res
+        n1, n2 = B.record_partition(n, fp, s1, b1, s2, b2)
+        return [c for sj, bj, nj in ((s1, b1, n1), (s2, b2, n2)) if bj > 0
+                for c in (rec(nj, sj, bj) if (sj, bj) != (s, b) else [(sj, bj, nj)])]
+    return rec(np.asarray(o, np.int64), int(np.sum(o)), 1)
+
+
+@pytest.mark.parametrize("table", [(3, 3000, 14), (6, 20000, 30)])
+def test_multi_size_equals_the_papers_recursion(table):
+    """MultiSize searches each split only below the loss of the class it splits; the buckets are those of
+    the paper's recursion with unbounded TwoSize calls, record for record."""
+    seed, n, m = table
+    _, sa = B.synthetic_table(seed, n=n, m=m)
+    vals, o = B.value_counts(sa)
+    for theta in (2, 8, 32):
+        fp = B.fprime_linear(o / o.sum(), theta=theta)
+        m_min = int(np.min(np.ceil(1 / fp - 1e-9)))
+        classes = _multi_size_reference(o, fp, m_min, 50)
+        bk = B.multi_size_bucketing(sa, dict(zip(vals, fp)))
+        assert len(classes) > 1
+        assert np.array_equal(bk.bucket, B.assign_records(np.searchsorted(vals, sa), classes))
+
+
 def test_is_fprime_private_catches_a_violation():
     sa = np.array([0, 0, 1, 1])
     assert not B.is_fprime_private(sa, np.array([0, 0, 1, 1]), {0: 0.5, 1: 0.5})
