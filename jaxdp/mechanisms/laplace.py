@@ -220,7 +220,11 @@ def grid_laplace(key: jax.Array, x, *, scale, spacing) -> jax.Array:
         if not (np.all(g > 0) and np.all(np.exp2(np.round(np.log2(g))) == g)):
             raise ValueError(f"spacing must be a positive power of two, got {spacing!r}.")
         exact._check_scale(np.asarray(scale, np.float64) / g)
-    return _grid_laplace_jit(key, x, jnp.asarray(scale, x.dtype), jnp.asarray(spacing, x.dtype))
+    # one compiled program per size, not per shape (the sampler works on the flattened values anyway, so
+    # the draws are the same)
+    flat = [jnp.asarray(v, x.dtype) for v in (scale, spacing)]
+    flat = [v if v.ndim == 0 else jnp.broadcast_to(v, x.shape).reshape(-1) for v in flat]
+    return _grid_laplace_jit(key, x.reshape(-1), *flat).reshape(x.shape)
 
 
 def l2_norm_noise(key: jax.Array, shape, *, dim, epsilon, sensitivity=1.0, dtype=None) -> jax.Array:

@@ -17,8 +17,12 @@ ALPHA = 1e-4
 def test_grid_outputs_are_exact_multiples_of_the_spacing(key):
     gamma = 2.0**-6
     x = jnp.asarray([0.0, 0.1234567, -3.3, 1e3 + 0.3])
-    out = np.asarray(mechanisms.grid_laplace(key, jnp.broadcast_to(x, (10_000, 4)), scale=1.0, spacing=gamma))
+    xs = jnp.broadcast_to(x, (50_000, 4))  # 200,000 values: the size the other grid tests draw
+    out = np.asarray(mechanisms.grid_laplace(key, xs, scale=1.0, spacing=gamma))
     np.testing.assert_array_equal(out / gamma, np.round(out / gamma))
+    # the draws depend on the values in order, not on the shape (one compiled program per size)
+    flat = mechanisms.grid_laplace(key, xs.reshape(-1), scale=1.0, spacing=gamma)
+    np.testing.assert_array_equal(out, np.asarray(flat).reshape(xs.shape))
 
 
 def test_grid_noise_is_discrete_laplace_with_the_scale(key, x64):
