@@ -81,15 +81,20 @@ def _clamped(records, index, lo, hi):
     return np.clip(np.where(np.isnan(x), 0.5 * (lo + hi), x), lo, hi)
 
 
-def _group_release(key, x, group, eps_group, sizes, sens, config, lo):
+def _group_release(key, x, group, eps_group, sizes, sens, config, lo, hi):
     """Noisy group means: for each group g, mean + Lap(ΣΛ/(|g|·ε_g)) (one record moves the mean by ≤ ΣΛ/|g|
     in L1); `key` ``[]`` or ``[R]``; returns ``[(R,) G, d]`` host float64. The means are shifted by the domain's
     lower bound in float64 before they reach the (float32) noise, as `anonymize` codes x − lo: a mean near 10⁹
     would otherwise round to float32's grid of 64 before the noise, which can tell neighbours apart."""
+    noise = mechanisms.check_noise(config.noise)
+    if noise == "grid":  # public budgets, sizes and domain: refuse before any draw what the sampler cannot take
+        # (a ratio b/γ outside [1, 2²⁹) would release NaN; a mean beyond (2²⁹ − 1)·γ would be clamped)
+        mechanisms.check_grid_ratio(epsilon=eps_group, sensitivity=sens / sizes, coordinates=x.shape[1])
+        mechanisms.check_grid_values(float(np.max(np.asarray(hi) - lo)), sensitivity=sens / sizes.max(),
+                                     coordinates=x.shape[1], what="group means")
     sums = np.zeros((sizes.shape[0], x.shape[1]))
     np.add.at(sums, group, x - lo)
     means = sums / sizes[:, None]
-    noise = mechanisms.check_noise(config.noise)
     with mechanisms.precision(noise):
         dtype = jnp.zeros(()).dtype
         eps = jnp.asarray(eps_group[:, None], dtype)
@@ -129,7 +134,7 @@ def frame_mean(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bo
     records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, epsilon, ids, bounds)
     x = _clamped(records, index, lo, hi)
     sizes = np.bincount(frame, minlength=eps_frames.shape[0]).astype(np.float64)
-    noisy = _group_release(key, x, frame, eps_frames, sizes, float(np.sum(hi - lo)), config, lo)  # [(R,) F, d]
+    noisy = _group_release(key, x, frame, eps_frames, sizes, float(np.sum(hi - lo)), config, lo, hi)  # [(R,) F, d]
     w = (sizes * eps_frames) ** 2  # 1 / variance of each frame's noisy mean (up to a constant)
     running = np.cumsum(noisy * w[:, None], axis=-2) / np.cumsum(w)[:, None]
     out = np.clip(running, lo, hi)[..., frame, :]
@@ -156,7 +161,7 @@ def microaggregate(
     _, grp = np.unique(key_rows, return_inverse=True)
     sizes = np.bincount(grp).astype(np.float64)
     eps_group = eps_frames[np.asarray([frame[np.argmax(grp == g)] for g in range(sizes.shape[0])])]
-    noisy = _group_release(key, x, grp, eps_group, sizes, float(np.sum(hi - lo)), config, lo)
+    noisy = _group_release(key, x, grp, eps_group, sizes, float(np.sum(hi - lo)), config, lo, hi)
     out = np.clip(noisy, lo, hi)[..., grp, :]
     return _result(out, index, frame, planner, eps_frames, private, lo, hi)
 

@@ -470,6 +470,13 @@ class _FrameMeans:
             if np.any(possible):
                 mechanisms.check_grid_ratio(epsilon=eps_v[possible], sensitivity=self.sens[1] / sizes[possible],
                                             coordinates=d)
+            # and values the grid holds (public bounds: means in [0, Λ_j], variances ≤ Λ_j²/4; the largest
+            # frame has the finest grid), else the sampler would clamp them (frames of ≳ 2²¹ records)
+            for w in self.width:
+                mechanisms.check_grid_values(float(w), sensitivity=w / sizes.max(), what="frame means")
+            if np.any(possible):
+                mechanisms.check_grid_values(float(np.max(self.width) ** 2 / 4), coordinates=d,
+                                             sensitivity=self.sens[1] / sizes[possible].max(), what="frame variances")
         masked = np.where(possible[:, None], moments[1], 0.0)  # frames not asked: nothing of the data enters
         # the variances: one joint query (L1 sensitivity ΣΛ²/r over the d columns, all of which may move)
         noisy_v = release(1, masked, np.where(possible, eps_v, 1.0), np.ones(d), np.full(d, self.sens[1]), d)

@@ -54,3 +54,31 @@ def test_baselines_code_values_shifted_by_lo_so_far_domains_keep_their_noise(key
     for out in outs:
         assert np.unique(out).size > 20
     assert np.abs(np.median(outs[0]) - np.median(outs[1])) < 5.0  # 64 apart before the fix
+
+
+@pytest.mark.parametrize("release", ["pln", "frame_mean", "microaggregate"])
+def test_grid_baselines_refuse_what_the_sampler_cannot_take_instead_of_releasing_nan(key, release):
+    """Found in review: with noise="grid" the frame-mean and microaggregation baselines skipped the ratio check
+    that `pln` makes, so a budget the exact sampler cannot take (b/γ ≥ 2²⁹) released NaN for every record —
+    first in a short last frame under the paper's accounting, which gets ε·r/l. Now all three refuse eagerly."""
+    fn = getattr(jaxdp, release)
+    cfg = jaxdp.HVCConfig(2, 5, noise="grid")  # frames of 10 records
+    bounds = (np.zeros(1), np.ones(1))
+    x = np.random.default_rng(0).uniform(0, 1, (101, 1))  # ten full frames and one of a single record
+    assert np.all(np.isfinite(fn(key, x, cfg, epsilon=1.0, bounds=bounds).records))
+    for eps in (1e-7, 1.01e-5):  # every frame out of range; only the last (ε·1/101) out of range
+        with pytest.raises(ValueError, match=r"2\*\*29"):
+            fn(key, x, cfg, epsilon=eps, bounds=bounds)
+
+
+@pytest.mark.parametrize("release", ["frame_mean", "microaggregate", "anonymize"])
+def test_grid_means_of_huge_frames_are_refused_not_clamped(key, release):
+    """A mean of r records has sensitivity Λ/r, so the grid is ≈ Λ/(256 r) fine and a value Λ sits 256·r steps
+    from 0: from r = 2²¹ records on it passes the sampler's int32 range (2²⁹ − 1 steps) and would be clamped.
+    The frame-mean layer and both baselines refuse it before any draw (public: bounds and frame sizes)."""
+    fn = getattr(jaxdp, release)
+    if release == "microaggregate":
+        fn = functools.partial(fn, group=2**21)
+    cfg = jaxdp.HVCConfig(8, 2**18, records_per_subject=1, noise="grid")  # frames of 2²¹ records
+    with pytest.raises(ValueError, match=r"\(2\*\*29 - 1\)·γ"):
+        fn(key, np.ones((2**21, 1)), cfg, epsilon=1.0, bounds=(np.zeros(1), np.ones(1)))
