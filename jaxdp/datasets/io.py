@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import signal
 import sys
 from collections.abc import Iterator
@@ -290,7 +291,7 @@ class TableReader:
         found = self._locate_bad_cell()
         if found:
             return InputError(found)
-        return InputError(f"{self.path}: cannot read it as CSV ({text.splitlines()[0]}). Check --delimiter "
+        return InputError(f"{self.path}: cannot read it as CSV ({_arrow_reason(text)}). Check --delimiter "
                           "and that every row has one value per header column.")  # fmt: skip
 
     def _locate_bad_cell(self) -> str | None:
@@ -350,10 +351,24 @@ class TableReader:
                 obj.close()
 
 
+def _arrow_reason(text: str) -> str:
+    """What went wrong, from a pyarrow CSV error, without the cells it quotes (pyarrow's messages include the
+    offending value or row, and messages end up in logs): only the shape of the problem is kept."""
+    first = text.splitlines()[0] if text else ""
+    m = re.search(r"Expected \d+ columns, got \d+", first)
+    if m:
+        return m.group(0)
+    m = re.search(r"In CSV column #(\d+): CSV conversion error to (\w+)", first)
+    if m:
+        return f"a value in column #{m.group(1)} (from 0) is not a {m.group(2)}"
+    return "pyarrow's CSV reader rejected it"
+
+
 def _is_csv_number(cell: str) -> bool:
-    """A plain decimal number as CSV readers accept it (no Python-only syntax such as '1_000')."""
-    s = cell.strip()
-    if not s or "_" in s:
+    """A plain decimal number as pyarrow's CSV reader accepts it: ASCII only, spaces and tabs around it
+    trimmed (not Python-only syntax such as '1_000', non-breaking spaces or other scripts' digits)."""
+    s = cell.strip(" \t")
+    if not s or "_" in s or not s.isascii() or s != s.strip():
         return False
     try:
         float(s)

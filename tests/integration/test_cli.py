@@ -154,14 +154,19 @@ def test_anonymize_bad_input_exits_2_with_a_message(tmp_path, capsys, content, e
     ("a,b\n1,2\n0.5,7.123\n", ["--bounds", "5,5", "--strict-bounds"]),
     ("a,b\n1,2\n0.5,-7.123\n", ["--bounds", "data"]),
     ("a,b\n1,2\n0.5,John 7.123\n", ["--bounds", "5,5"]),
+    # found in review: cells Python's float() takes but pyarrow does not (a trailing no-break space, as
+    # spreadsheets export; other scripts' digits) were not found by the rescan, and pyarrow's own message,
+    # which quotes the cell, went to stderr
+    ("a,b\n1,2\n0.5,7.123\u00a0\n", ["--bounds", "5,5"]),
+    ("a,b\n1,2\n0.5,\u0667.123\n", ["--bounds", "5,5"]),
 ])
 def test_refusals_do_not_print_the_data(tmp_path, capsys, content, extra):
     """Messages end up in logs: a refusal names the place and the public domain, not the offending value."""
     src = tmp_path / "in.csv"
-    src.write_text(content)
+    src.write_text(content, encoding="utf-8")
     assert cli.main(["anonymize", str(src), "-o", str(tmp_path / "o.csv"), "--quiet", *extra]) == 2
     err = capsys.readouterr().err
-    assert "column 'b'" in err and "7.123" not in err
+    assert "column 'b'" in err and ".123" not in err, err
 
 
 def test_unknown_option_is_an_argparse_error():
