@@ -35,7 +35,8 @@ MAX_BLOCK = 128  # records per block: compile time grows with n (measured on 2 c
 MAX_HISTORY = 16  # past blocks the predictor sees (compile time grows with it)
 MAX_SEED = 2**64 - 1
 
-_MODES_HELP = "midpoint, column_mean, last_record, history_mean, inter (comma-separated; default: all five)"
+_MODES_HELP = ("frame_mean, midpoint, column_mean, last_record, history_mean, inter (comma-separated; default: "
+               "frame_mean, the frame-mean layer; --paper: the paper's modes)")
 _KINDS = ("dct", "dst", "dht", "identity")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import functools
 import math
 from typing import NamedTuple
@@ -18,7 +20,8 @@ from jaxdp._validate import vector as _check_vector  # the eager checks live in 
 __all__ = ['measure', 'CompressiveConfig', 'sparsity_scores', 'max_sparsity', 'measurements', 'projection', 'CompressiveResult', 'compressive', 'laplace_identity']
 
 
-class CompressiveConfig(NamedTuple):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CompressiveConfig:
     """Public settings of the compressive mechanism.
 
     Attributes:
@@ -43,15 +46,21 @@ class CompressiveConfig(NamedTuple):
     refit: int = 30
     l1_sensitivity: float = 1.0
 
+    def __post_init__(self):
+        # the settings that do not depend on n, on construction (the basis and C₅ are checked against n at
+        # the call)
+        for name in ("c2", "c4", "c_k", "l1_sensitivity"):
+            _validate.positive_scalar(name, getattr(self, name))
+        if not 0 < self.select_fraction < 1:
+            raise ValueError(f"select_fraction must lie in (0, 1), got {self.select_fraction}.")
+        _validate.size("iterations", self.iterations)
+        _validate.size("refit", self.refit)
+
 
 def _check_config(config: CompressiveConfig, n: int) -> float:
     """Validate the public settings eagerly; return the C₅ to use."""
-    for name in ("c2", "c4", "c_k", "l1_sensitivity"):
-        _validate.positive_scalar(name, getattr(config, name))
-    if not 0 < config.select_fraction < 1:
-        raise ValueError(f"select_fraction must lie in (0, 1), got {config.select_fraction}.")
-    _validate.size("iterations", config.iterations)
-    _validate.size("refit", config.refit)
+    if not isinstance(config, CompressiveConfig):
+        raise TypeError(f"config must be a CompressiveConfig, got {type(config).__name__}.")
     return _c5(config, n)
 
 

@@ -297,6 +297,23 @@ def test_a_key_array_with_a_public_sparsity_equals_a_loop(key):
         C.compressive(keys.reshape(3, 1), d, epsilon=0.5)
 
 
+def test_config_is_frozen_keyword_only_and_checked_on_construction(key):
+    """The configuration convention (as `HVCConfig`): keyword-only, frozen, the settings that do not depend on
+    n validated when it is made; a config of the wrong type is refused at the call."""
+    import dataclasses
+
+    with pytest.raises(TypeError):
+        C.CompressiveConfig("dct", 2.0)  # positional: which constant is 2.0?
+    cfg = C.CompressiveConfig(basis="dct", iterations=20)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.iterations = 5
+    for bad in ({"select_fraction": 1.0}, {"iterations": 0}, {"c_k": float("nan")}):
+        with pytest.raises(ValueError):
+            C.CompressiveConfig(**bad)
+    with pytest.raises(TypeError, match="CompressiveConfig"):
+        C.compressive(key, np.ones(8), epsilon=1.0, config={"basis": "dct"})
+
+
 def test_sensitivity_and_constants_must_be_positive(key):
     d = np.ones(8)
     with pytest.raises(ValueError, match="l1_sensitivity"):
