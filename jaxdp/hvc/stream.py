@@ -439,15 +439,21 @@ class _FrameMeans:
         kernel = mechanisms.check_noise(self.noise)
         kernel = mechanisms.kernel_noise(kernel)
         dtype = jnp.zeros(()).dtype
-        idx = jnp.asarray(np.arange(self.frames, self.frames + f, dtype=np.uint32))
         reps = key.shape
+        # F rows padded to a power of two, so that pushes of any size share a few compiled programs: each row
+        # draws from its own key (frame index), so the padding rows (budget and sensitivity 1, value 0,
+        # dropped) leave the real rows' draws unchanged
+        fp = 1 << max(f - 1, 0).bit_length()
+        idx = jnp.asarray(np.arange(self.frames, self.frames + fp, dtype=np.uint32))
 
         def release(q, values, eps, alloc, sens, coordinates):  # values [F, d], eps [(R,) F] → [(R,) F, d] float64
             eps = np.broadcast_to(eps, (*reps, f))[..., None] * alloc  # [(R,) F, d]: column j gets a share
-            out = _noisy_rows(key, jnp.asarray(values, dtype), jnp.asarray(eps, dtype),
-                              jnp.asarray(sens[None, :] / sizes[:, None], dtype), idx, _BASE_STREAMS[q], kernel,
-                              coordinates)
-            return np.asarray(out, np.float64)  # fmt: skip
+            rows = ((0, fp - f), (0, 0))
+            out = _noisy_rows(key, jnp.asarray(np.pad(values, rows), dtype),
+                              jnp.asarray(np.pad(eps, ((0, 0),) * len(reps) + rows, constant_values=1.0), dtype),
+                              jnp.asarray(np.pad(sens[None, :] / sizes[:, None], rows, constant_values=1.0), dtype),
+                              idx, _BASE_STREAMS[q], kernel, coordinates)
+            return np.asarray(out, np.float64)[..., :f, :]  # fmt: skip
 
         def running(q, noisy, w):  # inverse-variance weighted running average over frames (and earlier calls)
             csum = np.cumsum(noisy * w[..., None], axis=-2)
