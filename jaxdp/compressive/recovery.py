@@ -45,7 +45,9 @@ def min_c5(basis, n: int, *, c2: float = 1.0) -> float:
     if isinstance(basis, str) and basis == "haar":
         if n & (n - 1):
             raise ValueError(f"the Haar basis needs n to be a power of two, got n = {n}; pad the vector.")
-        return float(c2 * np.abs(np.asarray(_haar_analysis(jnp.eye(1, n, dtype=jnp.float32)[0]))).sum() * (1 + 1e-6))
+        # in NumPy (float32 as the release's transform): eagerly in JAX it compiled ≈ 60 one-operation
+        # programs per n, most of a first call's compile time
+        return float(c2 * np.abs(_haar_analysis(np.eye(1, n, dtype=np.float32)[0])).sum() * (1 + 1e-6))
     if isinstance(basis, str) and basis == "dct" and n > _EXACT_C5_MAX_N:
         return float(c2 * np.sqrt(n))  # ‖column‖₁ ≤ √n ‖column‖₂ = √n for any orthonormal matrix
     psi = basis_matrix(basis, n)
@@ -53,14 +55,16 @@ def min_c5(basis, n: int, *, c2: float = 1.0) -> float:
 
 
 def _haar_analysis(d):
-    """Ψᵀd for the Haar basis in O(n): coefficients ordered as the rows of `transforms.haar_matrix`."""
+    """Ψᵀd for the Haar basis in O(n): coefficients ordered as the rows of `transforms.haar_matrix` (a NumPy
+    array in, a NumPy array out; else traced with JAX)."""
+    xp = np if isinstance(d, np.ndarray) else jnp
     parts, cur = [], d
     r = float(np.sqrt(0.5))
     while cur.shape[-1] > 1:
         a, b = cur[..., 0::2], cur[..., 1::2]
         parts.insert(0, (a - b) * r)
         cur = (a + b) * r
-    return jnp.concatenate([cur, *parts], axis=-1)
+    return xp.concatenate([cur, *parts], axis=-1)
 
 
 def _haar_synthesis(x):
