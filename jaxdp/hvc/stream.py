@@ -98,7 +98,10 @@ class Result:
     hi: np.ndarray
 
     def sse(self, records) -> np.ndarray:
-        """Sum of squared errors against the input rows each released record came from."""
+        """Sum of squared errors against the input rows each released record came from.
+
+        Curator-only diagnostic, NOT private: it reads the raw records (for benchmarks and tuning; never publish
+        it with the release; `jaxdp.diagnostics` holds the others)."""
         x = np.asarray(records, np.float64)[self.index]  # [N_out, d] or [R, N_out, d]
         return np.sum((np.asarray(self.records, np.float64) - x) ** 2, axis=(-2, -1))
 
@@ -135,12 +138,12 @@ class Planner:
         else:
             if self.full:  # no new record after the l-th; a buffered subject's update still replaces its record
                 self.dropped += 1
-                return []
+                return self._overdue(row)
             if self.cap is not None:  # contribution bounding: at most k released records per subject
                 seen = self.per_subject.get(subject, 0)
                 if seen >= self.cap:
                     self.capped += 1
-                    return []
+                    return self._overdue(row)
                 self.per_subject[subject] = seen + 1
             self.accepted += 1
         self.buffer[subject] = row
@@ -167,6 +170,9 @@ class Planner:
                 self.dropped += count - i
                 return frames, i
             size = len(self.buffer)
+            if self.limit is not None and self.accepted >= self.limit and not size:  # nothing may enter
+                self.closed = True
+                continue
             j = i + (self.m - size) - 1  # the buffer reaches m records at offset j ...
             if size:  # ... or its oldest record waits m - 1 rows ...
                 j = min(j, max(i, next(iter(self.buffer.values())) + self.m - 1 - first_row))
@@ -187,7 +193,16 @@ class Planner:
             i = stop + 1
         return frames, count
 
+    def _overdue(self, row: int) -> list[tuple[list[int], int]]:
+        """An arrival that enters no frame (dropped or capped) still counts toward the delay: the buffer is
+        emitted once its oldest record has waited m − 1 arrivals (found in review: it waited until flush)."""
+        if self.buffer and row - next(iter(self.buffer.values())) >= self.m - 1:
+            self.closed = self.full  # at the limit nothing new can enter after this frame
+            return [self._emit(row)]
+        return []
+
     def flush(self, last_row: int) -> list[tuple[list[int], int]]:
+        self.closed = self.closed or self.full  # the limit was reached: nothing new may enter after this
         return [self._emit(last_row)] if self.buffer else []
 
     def _emit(self, release_row: int) -> tuple[list[int], int]:
@@ -240,6 +255,12 @@ def _check_ids(ids, n: int):
     ids = list(np.asarray(ids).tolist()) if hasattr(ids, "shape") else list(ids)
     if len(ids) != n:
         raise ValueError(f"ids must give one subject per record: {len(ids)} ids for {n} records.")
+    # a missing id (None, NaN) names no subject: each NaN would count as a new subject and escape the
+    # per-subject bound (found in review); the message gives the position, never an id
+    missing = next((i for i, v in enumerate(ids) if v is None or (isinstance(v, float) and v != v)), None)
+    if missing is not None:
+        raise ValueError(f"ids[{missing}] is missing (None or NaN): every record needs its subject's id (drop those "
+                         "records, or give them ids), or pass no ids (then records_per_subject is your declaration).")
     return ids
 
 
@@ -681,11 +702,13 @@ def _precision(config: HVCConfig):
 
 
 def _compute_dtype(config: HVCConfig, records: np.ndarray):
+    """float64 for ``noise="float64"``, else JAX's default float (float32; float64 in x64 mode) whatever the
+    input's dtype: `StreamAnonymizer` does not see its input's dtype before the first push, and both front ends
+    must compute alike (found in review: in x64 mode float64 input ran in float64 in batch, float32 streaming)."""
+    del records
     if config.noise == "float64":
         return np.dtype(np.float64)
-    if np.issubdtype(records.dtype, np.integer):
-        return np.dtype(jnp.zeros(()).dtype)
-    return np.dtype(jnp.asarray(records[:0]).dtype)
+    return np.dtype(jnp.zeros(()).dtype)
 
 
 def _assemble(config, epsilon, released, rows, info, frames, block_frame, lo, hi, dtype, limit, planner, private) -> Result:

@@ -626,3 +626,63 @@ def test_nan_and_inf_inputs_are_coded_as_the_codec_codes_them(key):
     a, b = jaxdp.anonymize(key, bad, cfg, epsilon=1.0, bounds=bounds), jaxdp.anonymize(key, fixed, cfg, epsilon=1.0, bounds=bounds)
     assert np.all(np.isfinite(a.records))
     np.testing.assert_array_equal(a.records, b.records)
+
+
+# ------------------------------------------------------------------ edges found in review (2026-11-24)
+@pytest.mark.filterwarnings("ignore::jaxdp.hvc.stream.BudgetExhaustedWarning")  # the dropped case warns, rightly
+def test_dropped_and_capped_arrivals_still_count_toward_the_delay(key):
+    """No record waits more than m − 1 later arrivals, also when those arrivals are dropped (the target length is
+    reached while subjects with ids are buffered) or capped (their subject is at its k records): such rows
+    returned before the delay rule, and the buffer waited until flush (delays of 10–29 with m − 1 = 3–11)."""
+    bounds = (np.zeros(1), np.ones(1))
+    cases = [
+        (jaxdp.HVCConfig(2, 2, target_length=2), ["a", "b"] + [f"s{i}" for i in range(18)]),  # dropped
+        (jaxdp.HVCConfig(2, 2, records_per_subject=1), ["a", "b", "c", "d", "e"] + ["a"] * 10),  # capped
+    ]
+    for cfg, ids in cases:
+        x = np.full((len(ids), 1), 0.5)
+        r = jaxdp.anonymize(key, x, cfg, epsilon=1.0, bounds=bounds, ids=ids)
+        assert r.delay.max() <= cfg.frame_size - 1, (r.index, r.delay)
+        sa = jaxdp.StreamAnonymizer(key, cfg, epsilon=1.0, bounds=bounds)
+        parts = [sa.push(x[i:i + 1], ids=[ids[i]]) for i in range(len(ids))] + [sa.flush()]
+        assert np.concatenate([p.delay for p in parts]).max() <= cfg.frame_size - 1
+        np.testing.assert_array_equal(np.concatenate([p.index for p in parts]), r.index)
+        assert r.dropped + r.capped == parts[-1].dropped + parts[-1].capped > 0  # the stream's counts are running
+
+
+def test_a_push_without_ids_after_the_limit_is_dropped_not_an_empty_frame(key):
+    """The target length reached by subjects with ids, flushed, then rows without ids: they are dropped (it
+    crashed on an empty frame)."""
+    sa = jaxdp.StreamAnonymizer(key, jaxdp.HVCConfig(2, 2, target_length=2), epsilon=1.0,
+                                bounds=(np.zeros(2), np.ones(2)))  # fmt: skip
+    sa.push(np.full((2, 2), 0.5), ids=["a", "b"])
+    assert sa.flush().records.shape[0] == 2
+    with pytest.warns(jaxdp.hvc.stream.BudgetExhaustedWarning, match="3 later record"):
+        r = sa.push(np.full((3, 2), 0.5))
+    assert r.records.shape[0] == 0 and r.dropped == 3 and r.epsilon_spent.size == 0
+
+
+@pytest.mark.parametrize("missing", [np.nan, None])
+def test_missing_subject_ids_are_refused(key, missing):
+    """A NaN id (from a NumPy or pandas column) counted as a new subject every time, so records of unknown
+    subjects escaped the per-subject bound; None merged them. Both are refused, with the position only."""
+    ids = np.asarray([1.0, missing, 2.0, missing], dtype=float if missing is not None else object)
+    cfg = jaxdp.HVCConfig(2, 2, records_per_subject=1)
+    with pytest.raises(ValueError, match=r"ids\[1\] is missing"):
+        jaxdp.anonymize(key, np.full((4, 1), 0.5), cfg, epsilon=1.0, bounds=(np.zeros(1), np.ones(1)), ids=ids)
+    sa = jaxdp.StreamAnonymizer(key, cfg, epsilon=1.0, bounds=(np.zeros(1), np.ones(1)))
+    with pytest.raises(ValueError, match=r"ids\[1\] is missing"):
+        sa.push(np.full((4, 1), 0.5), ids=ids)
+
+
+def test_batch_and_streaming_compute_alike_in_x64_mode(key, x64):
+    """In JAX's x64 mode, batch ran float64 input in float64 and the stream (which sees no input dtype at
+    construction) in float32: the same key gave different releases. Both now use JAX's default float."""
+    cfg = jaxdp.HVCConfig(2, 2, records_per_subject=1)
+    x = np.random.default_rng(0).uniform(0, 1, (8, 2))
+    bounds = (np.zeros(2), np.ones(2))
+    r = jaxdp.anonymize(key, x, cfg, epsilon=1e3, bounds=bounds)
+    sa = jaxdp.StreamAnonymizer(key, cfg, epsilon=1e3, bounds=bounds)
+    s = np.concatenate([sa.push(x).records, sa.flush().records])
+    assert r.records.dtype == s.dtype == np.float64
+    np.testing.assert_array_equal(r.records, s)
