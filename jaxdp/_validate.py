@@ -202,13 +202,16 @@ def counts(counts, *, dtype=None):
     if not (np.isfinite(lo) and np.isfinite(hi)):
         raise ValueError("counts contain NaN or inf.")
     if lo < 0:
-        t, j = np.argwhere(arr < 0)[0]
-        raise ValueError(f"counts must be non-negative; found {arr[t, j]:g} at timestamp {t}, column {j}.")
-    return out if dtype is None else _exact_in(out, hi, dtype=dtype)
+        t, j = np.argwhere(arr < 0)[0]  # the position, never the value (messages end up in logs)
+        raise ValueError(f"counts must be non-negative; a negative count at timestamp {t}, column {j}.")
+    return _exact_in(out, hi, dtype=np.float64 if dtype is None else dtype)
 
 
 def _exact_in(out, hi, *, dtype):
     float32_exact(hi, dtype, "counts reach")
+    if hi > 2**53:  # float64 holds every integer only up to 2**53 (found in review: 2**60 + 383 and + 384 256 apart)
+        raise ValueError("counts reach beyond 2**53, where float64 rounds neighbouring counts apart by more than the "
+                         "sensitivity: scale or split them.")
     return out
 
 
@@ -236,8 +239,8 @@ def _device_counts(counts: jax.Array) -> tuple[jax.Array, float]:
         raise ValueError("counts contain NaN or inf.")
     if lo < 0:
         arr = np.asarray(counts)
-        t, j = np.argwhere(arr < 0)[0]
-        raise ValueError(f"counts must be non-negative; found {arr[t, j]:g} at timestamp {t}, column {j}.")
+        t, j = np.argwhere(arr < 0)[0]  # the position, never the value
+        raise ValueError(f"counts must be non-negative; a negative count at timestamp {t}, column {j}.")
     return counts, hi
 
 
@@ -259,12 +262,15 @@ def histogram(hist, *, integer: bool = True) -> np.ndarray:
     bad = ~np.isfinite(h)
     if bad.any():
         raise ValueError(f"hist has a NaN/inf count at bin {int(np.argmax(bad))}.")
-    if (h < 0).any():
+    if (h < 0).any():  # positions, never values (messages end up in logs)
         i = int(np.argmax(h < 0))
-        raise ValueError(f"hist has a negative count {h[i]} at bin {i}; counts must be >= 0.")
+        raise ValueError(f"hist has a negative count at bin {i}; counts must be >= 0.")
     if integer and (h != np.round(h)).any():
         i = int(np.argmax(h != np.round(h)))
-        raise ValueError(f"hist has a non-integer count {h[i]} at bin {i}; pass integer counts (or integer=False).")
+        raise ValueError(f"hist has a non-integer count at bin {i}; pass integer counts (or integer=False).")
+    if h.sum() > 2**53:  # float64 holds every integer (and these sums) only up to 2**53
+        raise ValueError("hist's counts sum beyond 2**53, where float64 rounds neighbouring histograms apart by more "
+                         "than the sensitivity: scale or split them.")
     return h
 
 def fprime(o, fp, values=None) -> None:

@@ -447,3 +447,16 @@ def test_grid_releases_keep_the_default_dtype(key):
     s = wevent.WEventStream(key, d=5, method="bd", w=3, epsilon=1.0, noise="grid").push(counts[0])
     assert r.releases.dtype == p.releases.dtype == s.releases.dtype == np.float32  # computed in float64, cast
     np.testing.assert_array_equal(np.asarray(r.releases[:1]), s.releases)
+
+
+def test_refusals_name_positions_not_values_and_float64_limits_hold(key):
+    """Found in review: messages quoted the offending count (messages end up in logs), and counts past 2**53,
+    where float64 rounds neighbours apart (2**60 + 383 and + 384 came out 256 apart), were accepted."""
+    bad = np.ones((3, 2))
+    bad[1, 1] = -41.25
+    with pytest.raises(ValueError, match="timestamp 1, column 1") as err:
+        wevent.run(key, bad, method="bd", w=2, epsilon=1.0)
+    assert "41" not in str(err.value)
+    huge = np.full((3, 2), 2.0**60)
+    with pytest.raises(ValueError, match=r"2\*\*53"):
+        wevent.run(key, huge, method="uniform", w=2, epsilon=1.0, noise="float64")
