@@ -104,11 +104,17 @@ def dissimilarity(c: Float[Array, " d"], last: Float[Array, " d"]) -> jax.Array:
     release). Traceable core.
 
     Privacy: sensitivity 1/d (one user changes one count by 1). In the arithmetic of its inputs' dtype the sum
-    rounds; `run` and `WEventStream` compute it in float64 under ``noise="grid"``, where the exact sampler
-    snaps it to a grid of (1/d)/256 or finer: in float32 the rounding moved it by up to 1.07× its sensitivity
-    (d = 100, counts ≈ 5,000; tested).
+    rounds, so `run`, `WEventStream` and `run_partitioned` pass float64 inputs whatever the release dtype (with
+    ``noise="grid"`` the exact sampler snaps it to a grid of (1/d)/256 or finer): in float32 the rounding moved
+    it by up to 1.07× its sensitivity at d = 100 and counts ≈ 5,000, 4× at d = 1,000 and counts ≈ 4·10⁴ (tested).
     """
     return jnp.mean(jnp.abs(c - last))
+
+
+def _above(dis, lam):
+    """The private test ``dis > λ``, in float64 (the noisy dissimilarity's precision; λ is public)."""
+    with jax.enable_x64(True):
+        return dis > lam.astype(jnp.float64)
 
 
 def _step(method, w, eps, d, state, xs, shift=False, noise="float"):
@@ -129,9 +135,13 @@ def _step(method, w, eps, d, state, xs, shift=False, noise="float"):
         )  # noise drawn only at publications (a single stream runs one branch)
         state = state._replace(last=out, phase=(state.phase + 1) % w)
         return state, (out, zero, jnp.where(pub, jnp.asarray(eps, dtype), zero), pub, no)
-    # BD and BA: private dissimilarity (M_{i,1}): MAE has sensitivity 1/d
-    dis = mechanisms.laplace_mechanism(k_dis, dissimilarity(c, state.last), epsilon=e1, sensitivity=dis_sensitivity,
-                                       noise=noise)
+    # BD and BA: private dissimilarity (M_{i,1}): MAE has sensitivity 1/d. It is summed, noised and compared with
+    # its threshold in float64 whatever the kernel's dtype (a float64 island in a float32 program): summed in
+    # float32, neighbouring counts moved it by up to 4× its sensitivity at d = 1,000 and counts ≈ 4·10⁴, 128× near
+    # 2²⁴ (found in review). Only the decision (a boolean, part of the release) leaves the island.
+    with jax.enable_x64(True):
+        dis = mechanisms.laplace_mechanism(k_dis, dissimilarity(c.astype(jnp.float64), state.last.astype(jnp.float64)),
+                                           epsilon=e1, sensitivity=dis_sensitivity, noise=noise)
     eps1 = jnp.asarray(e1, dtype)
     quanta = _quanta(method, w)
     quantum = per_window / quanta
@@ -140,14 +150,14 @@ def _step(method, w, eps, d, state, xs, shift=False, noise="float"):
         left = quanta - jnp.sum(state.recent, dtype=jnp.int32)  # ε_rm in quanta: exact
         spend = left // 2
         lam = 2.0 / jnp.maximum(left.astype(dtype) * quantum, 1e-30)  # the paper's threshold 2/ε_rm
-        pub = jnp.where(force >= 0, force == 1, dis > lam) & (spend > 0)
+        pub = jnp.where(force >= 0, force == 1, _above(dis, lam)) & (spend > 0)
         nullified = no
     else:  # "ba": budgets in units ε/(2w) (P/w with shift)
         to_nullify = state.units_l2 - 1
         nullified = since <= to_nullify
         spend = jnp.minimum(since - to_nullify, w)
         lam = 1.0 / (spend.astype(dtype) * quantum)
-        pub = jnp.where(force >= 0, force == 1, dis > lam) & ~nullified
+        pub = jnp.where(force >= 0, force == 1, _above(dis, lam)) & ~nullified
     pub = pub & (spend.astype(dtype) * quantum >= _min_publication_budget(noise))
     spent = jnp.where(pub, spend, 0).astype(jnp.int32)
     eps2 = spent.astype(dtype) * quantum

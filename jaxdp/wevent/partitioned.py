@@ -13,6 +13,7 @@ from jaxtyping import Array, Bool, Float
 from jaxdp import _validate, mechanisms
 from jaxdp.wevent.methods import (
     _SINCE_CAP,
+    _above,
     _arithmetic,
     _check_epsilon_range,
     _check_grid_range,
@@ -73,20 +74,22 @@ def _run_partitioned(key, counts, eps, *, method, w, g, regroup_every, noise="fl
         last, grp, since, units_l2, recent, acc, phase = state
         c, k = xs
         k_dis, k_pub = jax.random.split(k)
-        mae_g = jax.ops.segment_sum(jnp.abs(c - last), grp, num_segments=g) / sizes_j
-        dis = mechanisms.laplace_mechanism(k_dis, mae_g, epsilon=e1, sensitivity=1.0 / sizes_j, noise=noise,
-                                           coordinates=1)  # 1/d_g; one user moves one group's score
+        with jax.enable_x64(True):  # summed, noised and tested in float64 whatever the kernel's dtype (`_step`)
+            f64 = jnp.float64
+            mae_g = jax.ops.segment_sum(jnp.abs(c.astype(f64) - last.astype(f64)), grp, num_segments=g) / sizes_j.astype(f64)
+            dis = mechanisms.laplace_mechanism(k_dis, mae_g, epsilon=e1, sensitivity=1.0 / sizes_j.astype(f64),
+                                               noise=noise, coordinates=1)  # 1/d_g; one user moves one group's score
         room = quanta - jnp.sum(recent, dtype=jnp.int32)  # joint ledger: Σ over the window of the max over groups
         since = jnp.minimum(since + 1, _SINCE_CAP)
         if method == "bd":
             spend = jnp.full((g,), room // 2)
-            pub = (dis > 1.0 / jnp.maximum(spend.astype(dtype) * quantum, 1e-30)) & (spend > 0)
+            pub = _above(dis, 1.0 / jnp.maximum(spend.astype(dtype) * quantum, 1e-30)) & (spend > 0)
             nullified = jnp.zeros((g,), bool)
         else:  # "ba", each group absorbing its own skipped budget, capped by the joint room
             to_nullify = units_l2 - 1
             nullified = since <= to_nullify
             spend = jnp.minimum(jnp.minimum(since - to_nullify, w), room)
-            pub = (dis > 1.0 / jnp.maximum(spend.astype(dtype) * quantum, 1e-30)) & ~nullified & (spend > 0)
+            pub = _above(dis, 1.0 / jnp.maximum(spend.astype(dtype) * quantum, 1e-30)) & ~nullified & (spend > 0)
         pub = pub & (spend.astype(dtype) * quantum >= _min_publication_budget(noise))
         spent = jnp.where(pub, spend, 0).astype(jnp.int32)
         eps2 = spent.astype(dtype) * quantum

@@ -460,3 +460,28 @@ def test_refusals_name_positions_not_values_and_float64_limits_hold(key):
     huge = np.full((3, 2), 2.0**60)
     with pytest.raises(ValueError, match=r"2\*\*53"):
         wevent.run(key, huge, method="uniform", w=2, epsilon=1.0, noise="float64")
+
+
+def test_float_path_dissimilarity_is_exact_in_float64_where_float32_moves_it_by_multiples():
+    """Found in review: BD/BA's dissimilarity with noise="float" was summed in float32, so neighbouring counts
+    (one count + 1) moved it by 4× its sensitivity 1/d at d = 1,000 and counts ≈ 4·10⁴ (128× near 2²⁴). The
+    kernels now sum, noise and test it in float64 whatever the release dtype (what this checks is the arithmetic
+    they use: float64 inputs move it by exactly 1/d; float32, the control, by multiples)."""
+    from jaxdp.wevent.methods import dissimilarity
+
+    rng = np.random.default_rng(3)
+    c = rng.integers(20_000, 60_000, 1000).astype(np.float64)
+    last = rng.laplace(0, 30.0, c.size).astype(np.float32).astype(np.float64)  # a float32 release near the start
+    moves = {}
+    for dt in (np.float32, np.float64):
+        with jax.enable_x64(dt == np.float64):
+            worst = 0.0
+            for j in range(0, 1000, 37):
+                c2 = c.copy()
+                c2[j] += 1
+                a = float(dissimilarity(jnp.asarray(c, dt), jnp.asarray(last, dt)))
+                b = float(dissimilarity(jnp.asarray(c2, dt), jnp.asarray(last, dt)))
+                worst = max(worst, abs(a - b) * c.size)
+        moves[dt] = worst
+    assert moves[np.float64] <= 1.0 + 1e-9
+    assert moves[np.float32] >= 2.0
