@@ -254,10 +254,13 @@ def run(
     with _arithmetic(noise):
         _check_epsilon_range(float(epsilon), int(w))
         data = check_counts(counts, dtype=_validate.float_dtype())  # checked and cast in one pass
-        _check_grid_range(noise, float(jnp.max(data)) if noise == "grid" else 0.0)
+        hi = float(jnp.max(data)) if noise == "grid" else 0.0
+        _check_grid_range(noise, hi)
     t = data.shape[0]
     shift = _check_shift(shift, method, data.shape[1], int(w))
     _check_grid(noise, method, w, float(epsilon), data.shape[1], shift)
+    if noise == "grid":
+        _check_grid_dissimilarity(noise, method, hi, _budgets(w, float(epsilon), data.shape[1], shift)[1])
     if decisions is not None and method in ("uniform", "sample"):
         raise ValueError(f"decisions apply to 'bd' and 'ba' only; {method!r} publishes on a fixed schedule.")
     force = np.full(t, -1) if decisions is None else np.asarray(decisions)
@@ -346,8 +349,19 @@ def _check_grid(noise, method, w, eps, d, shift=False):
     elif method == "sample":
         mechanisms.check_grid_ratio(epsilon=eps, sensitivity=1.0)
     else:
-        e1, dis_sens, _ = _budgets(w, eps, d, shift)
+        e1, dis_sens, per_window = _budgets(w, eps, d, shift)
         mechanisms.check_grid_ratio(epsilon=e1, sensitivity=dis_sens)
+        # the largest publication budget (BA: all of P; BD: half of it) must keep b/γ ≥ 1, else the sampler
+        # raises the ratio to 1: more noise than the ledger says (found in review)
+        mechanisms.check_grid_ratio(epsilon=per_window if method == "ba" else per_window / 2, sensitivity=1.0)
+
+
+def _check_grid_dissimilarity(noise, method, hi, dis_sensitivity):
+    """noise="grid", BD/BA: the dissimilarity (a mean of |counts − last release|, up to about the largest
+    count) is snapped to the grid of its sensitivity 1/d, finer than the counts': refuse counts it would clamp
+    there (found in review: 30,000 at d = 100 was snapped to 16,384 and every publication was missed)."""
+    if noise == "grid" and method in ("bd", "ba"):
+        mechanisms.check_grid_values(hi, sensitivity=dis_sensitivity, what="counts (in the dissimilarity)")
 
 
 def _init(d, w, phase=0, dtype=None):
@@ -403,7 +417,9 @@ class WEventStream:
             c = check_counts(np.asarray(counts).reshape(1, -1), dtype=self.dtype)[0]
             if c.shape[0] != self.d:
                 raise ValueError(f"expected {self.d} counts, got {c.shape[0]}.")
-            _check_grid_range(self.noise, float(jnp.max(c)) if self.noise == "grid" else 0.0)
+            hi = float(jnp.max(c)) if self.noise == "grid" else 0.0
+            _check_grid_range(self.noise, hi)
+            _check_grid_dissimilarity(self.noise, self.method, hi, _budgets(self.w, self.eps, self.d, self.shift)[1])
         if self.i >= 2**32:
             raise ValueError("timestamp 2**32 reached: keys are indexed by uint32; start a new stream with a new key.")
         force = 1 if (self.initial == "publish" and self.i == self.start - 1) else -1

@@ -16,6 +16,7 @@ from jaxdp.wevent.methods import (
     _above,
     _arithmetic,
     _check_epsilon_range,
+    _check_grid_dissimilarity,
     _check_grid_range,
     _min_publication_budget,
     _quanta,
@@ -154,7 +155,8 @@ def run_partitioned(key: jax.Array, counts, *, method: str, w: int, epsilon: flo
     with _arithmetic(noise):  # float64 for "grid": the groups' dissimilarity sums without float32 rounding
         _check_epsilon_range(float(epsilon), int(w))
         data = check_counts(counts, dtype=_validate.float_dtype())  # checked and cast in one pass
-        _check_grid_range(noise, float(jnp.max(data)) if noise == "grid" else 0.0)
+        hi = float(jnp.max(data)) if noise == "grid" else 0.0
+        _check_grid_range(noise, hi)
     g = _validate.size("groups", groups)
     if g > data.shape[1]:
         raise ValueError(f"groups = {g} exceeds the number of columns d = {data.shape[1]}.")
@@ -163,6 +165,10 @@ def run_partitioned(key: jax.Array, counts, *, method: str, w: int, epsilon: flo
         # every group's dissimilarity has sensitivity 1/size: check each size (the ratio is not monotone in it)
         sizes = np.unique(np.asarray(_group_sizes(data.shape[1], g)))
         mechanisms.check_grid_ratio(epsilon=float(epsilon) / (2 * w), sensitivity=1.0 / sizes)
+        # the largest publication budget (BA: P = ε/2, BD: half of it) with b/γ ≥ 1; counts the groups'
+        # dissimilarity grid holds (the finest: the largest group), as `run` checks
+        mechanisms.check_grid_ratio(epsilon=float(epsilon) / 2 / (1 if method == "ba" else 2), sensitivity=1.0)
+        _check_grid_dissimilarity(noise, method, hi, 1.0 / float(sizes.max()))
     with _arithmetic(noise):
         kw = dict(method=method, w=int(w), g=g, regroup_every=p, noise=mechanisms.kernel_noise(noise))
         if key.shape == ():

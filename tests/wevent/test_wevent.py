@@ -485,3 +485,25 @@ def test_float_path_dissimilarity_is_exact_in_float64_where_float32_moves_it_by_
         moves[dt] = worst
     assert moves[np.float64] <= 1.0 + 1e-9
     assert moves[np.float32] >= 2.0
+
+
+@pytest.mark.parametrize("method", ["bd", "ba"])
+def test_grid_refuses_dissimilarities_it_would_clamp_and_publications_below_its_ratio(key, method):
+    """Found in review: with noise="grid" the dissimilarity (sensitivity 1/d, so a grid 256·d times finer than
+    the counts') was clamped at ≈ 2²¹/d — counts of 30,000 at d = 100 read as 16,384 and every publication was
+    missed — and a publication budget above 257 (b/γ < 1) was silently given more noise than the ledger says.
+    Both are refused eagerly now, in `run`, `WEventStream` and `run_partitioned`; the float64 path runs."""
+    counts = np.tile([[0.0] * 100, [40_000.0] * 100], (4, 1))  # beyond 2²¹/d, and 2²¹/50 for two groups
+    with pytest.raises(ValueError, match="dissimilarity"):
+        wevent.run(key, counts, method=method, w=1, epsilon=1e-4, noise="grid")
+    with pytest.raises(ValueError, match="dissimilarity"):
+        wevent.run_partitioned(key, counts, method=method, w=1, epsilon=1e-4, groups=2, noise="grid")
+    s = wevent.WEventStream(key, d=100, method=method, w=1, epsilon=1e-4, noise="grid")
+    with pytest.raises(ValueError, match="dissimilarity"):
+        s.push(counts[1])
+    assert wevent.run(key, counts, method=method, w=1, epsilon=1e-4, noise="float64").published.sum() > 0
+    small = np.ones((3, 257))
+    with pytest.raises(ValueError, match="below 1"):
+        wevent.run(key, small, method=method, w=1, epsilon=2000.0, noise="grid")
+    with pytest.raises(ValueError, match="below 1"):
+        wevent.WEventStream(key, d=257, method=method, w=1, epsilon=2000.0, noise="grid")
