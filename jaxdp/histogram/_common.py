@@ -85,7 +85,21 @@ def _prepare(key, hist, epsilon, noise="float"):
     _validate.positive_scalar("epsilon", epsilon)
     noise = mechanisms.check_noise(noise)
     h = check_histogram(hist)
+    _check_epsilon_range(float(epsilon), h.size, noise)
     return jnp.asarray(h, np.float64), noise
+
+
+def _check_epsilon_range(epsilon, n, noise):
+    """Refuse an ε whose noise would overflow the release's float range (found in review: every method released
+    inf at ε = 1e-40, FPA NaN at 1e-320) or whose arithmetic would. Every method's noise scale is below
+    8·n·log2(n + 1)/ε (its largest sensitivity over its smallest share of ε), so that times 2¹⁰ must stay finite."""
+    dtype = np.dtype(np.float64 if noise == "float64" else np.float32)  # float32 unless asked (x64: conservative)
+    lo = max(8.0 * n * max(1.0, np.log2(n + 1)) * 2.0**10 / float(np.finfo(dtype).max),
+             float(np.finfo(np.float64).tiny) * 2.0**60)
+    hi = float(np.finfo(np.float64).max) * 2.0**-60
+    if not lo <= epsilon <= hi:
+        raise ValueError(f"epsilon = {epsilon:g} is outside [{lo:.3g}, {hi:.3g}], where the noise of a {n}-bin release "
+                         f"stays within {dtype}'s range.")
 
 
 def _check_grid(noise, epsilon, sensitivity, h, coordinates=1):

@@ -526,3 +526,14 @@ def test_refusals_name_bins_not_values_and_float64_limits_hold(key):
         assert "1234" not in str(err.value) and "41" not in str(err.value)
     with pytest.raises(ValueError, match=r"2\*\*53"):
         H.lpa(key, np.asarray([2.0**60, 1.0]), epsilon=1.0)
+
+
+@pytest.mark.parametrize("method", ["lpa", "fpa", "spa", "efpa", "php"])
+def test_an_epsilon_whose_noise_overflows_the_release_is_refused(key, method):
+    """Found in review: every method released inf at ε = 1e-40 (and FPA NaN at 1e-320)."""
+    h = np.array([5, 3, 0, 9, 2, 2, 7, 1])
+    kw = {"k": 4} if method == "fpa" else {}
+    for eps in (1e-40, 1e-320):
+        with pytest.raises(ValueError, match="outside"):
+            H.publish(key, h, method=method, epsilon=eps, **kw)
+    assert np.all(np.isfinite(np.asarray(H.publish(key, h, method=method, epsilon=1e-6, **kw).counts)))
