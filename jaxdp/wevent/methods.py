@@ -111,6 +111,23 @@ def dissimilarity(c: Float[Array, " d"], last: Float[Array, " d"]) -> jax.Array:
     return jnp.mean(jnp.abs(c - last))
 
 
+def _down(x64, dtype, exact=False):
+    """A value of `dtype` at or below the exact value that `x64` (float64, from a few roundings to nearest)
+    stands for: shrinking by 2⁻⁴⁹ covers up to 16 float64 roundings, then float32 rounds toward 0. Budgets are
+    spent as these values, so a window's budgets sum to at most ε in exact arithmetic (found in review:
+    rounded to nearest, a window spent 0.3000000380 of ε = 0.3)."""
+    with jax.enable_x64(True):
+        x = x64 if exact else x64 * (1.0 - 2.0**-49)  # exact: `x64` holds the value itself (no rounding)
+        f = x.astype(dtype)
+        return jnp.where(f.astype(jnp.float64) > x, jnp.nextafter(f, jnp.zeros((), dtype)), f)
+
+
+def _eps_down(eps: float, dtype) -> np.ndarray:
+    """ε as the kernel gets it: the largest value of `dtype` ≤ ε (the budgets are derived from it)."""
+    v = np.asarray(eps, dtype)
+    return np.nextafter(v, v.dtype.type(0)) if float(v) > eps else v
+
+
 def _above(dis, lam):
     """The private test ``dis > λ``, in float64 (the noisy dissimilarity's precision; λ is public)."""
     with jax.enable_x64(True):
@@ -120,13 +137,21 @@ def _above(dis, lam):
 def _step(method, w, eps, d, state, xs, shift=False, noise="float"):
     c, key, force = xs  # force: −1 use the private test, 0 force null, 1 force publish
     k_dis, k_pub = jax.random.split(key)
-    e1, dis_sensitivity, per_window = _budgets(w, eps, d, shift)
     dtype = c.dtype
+    # the budgets from ε (at or below the user's ε: `_eps_down`) in float64, each rounded down to the kernel's
+    # dtype (`_down`), so that every window's sum stays within ε exactly; the noise spends these same values
+    with jax.enable_x64(True):
+        eps64 = jnp.asarray(eps).astype(jnp.float64)
+        e1_64, dis_sensitivity, per_window64 = _budgets(w, eps64, d, shift)
+        uniform64 = eps64 / w
+    e1 = _down(e1_64, dtype)
+    eps = jnp.asarray(eps).astype(dtype)
     zero = jnp.zeros((), dtype)
     no = jnp.asarray(False)
     if method == "uniform":
-        out = mechanisms.laplace_mechanism(k_pub, c, epsilon=eps / w, sensitivity=1.0, noise=noise, coordinates=1)
-        return state, (out, zero, jnp.asarray(eps / w, dtype), jnp.asarray(True), no)
+        e_u = _down(uniform64, dtype, exact=w == 1)  # w = 1: ε itself, as Sample spends it
+        out = mechanisms.laplace_mechanism(k_pub, c, epsilon=e_u, sensitivity=1.0, noise=noise, coordinates=1)
+        return state, (out, zero, e_u, jnp.asarray(True), no)
     if method == "sample":
         pub = state.phase == 0  # the schedule is the budget: never overridden
         out = jax.lax.cond(
@@ -141,10 +166,11 @@ def _step(method, w, eps, d, state, xs, shift=False, noise="float"):
     # 2²⁴ (found in review). Only the decision (a boolean, part of the release) leaves the island.
     with jax.enable_x64(True):
         dis = mechanisms.laplace_mechanism(k_dis, dissimilarity(c.astype(jnp.float64), state.last.astype(jnp.float64)),
-                                           epsilon=e1, sensitivity=dis_sensitivity, noise=noise)
-    eps1 = jnp.asarray(e1, dtype)
-    quanta = _quanta(method, w)
-    quantum = per_window / quanta
+                                           epsilon=e1.astype(jnp.float64), sensitivity=dis_sensitivity, noise=noise)
+        quanta = _quanta(method, w)
+        quantum64 = per_window64 / quanta
+    eps1 = e1
+    quantum = quantum64.astype(dtype)  # for the public thresholds λ; the spent budgets round down (`_down`)
     since = jnp.minimum(state.since + 1, _SINCE_CAP)  # i − l, exact
     if method == "bd":
         left = quanta - jnp.sum(state.recent, dtype=jnp.int32)  # ε_rm in quanta: exact
@@ -160,7 +186,8 @@ def _step(method, w, eps, d, state, xs, shift=False, noise="float"):
         pub = jnp.where(force >= 0, force == 1, _above(dis, lam)) & ~nullified
     pub = pub & (spend.astype(dtype) * quantum >= _min_publication_budget(noise))
     spent = jnp.where(pub, spend, 0).astype(jnp.int32)
-    eps2 = spent.astype(dtype) * quantum
+    with jax.enable_x64(True):
+        eps2 = _down(spent.astype(jnp.float64) * quantum64, dtype)
     # Noise only where a publication happens: in a single stream `lax.cond` runs one branch, so a null
     # timestamp draws nothing (under vmap it becomes a select and both run, as before). The branch taken
     # depends only on the published decision, which is part of the release.
@@ -276,10 +303,11 @@ def run(
         f = jnp.asarray(force, jnp.int32)
         kw = dict(method=method, w=int(w), shift=bool(shift), noise=mechanisms.kernel_noise(noise))
         args = (jnp.asarray(start - 1, jnp.uint32), jnp.asarray(_phase(start, int(w)), jnp.int32))
+        eps_k = _eps_down(float(epsilon), data.dtype)
         if key.shape == ():
-            out = _run(key, data, f, float(epsilon), *args, **kw)
+            out = _run(key, data, f, eps_k, *args, **kw)
         else:
-            out = _run.over_keys(key, data, f, float(epsilon), *args, **kw)
+            out = _run.over_keys(key, data, f, eps_k, *args, **kw)
     return _released(out, noise)
 
 
@@ -298,8 +326,15 @@ def _released(result: WEventResult, noise) -> WEventResult:
     if noise != "grid":
         return result
     dtype = _validate.float_dtype()
-    return result._replace(releases=result.releases.astype(dtype), eps1=result.eps1.astype(dtype),
-                           eps2=result.eps2.astype(dtype))
+    return result._replace(releases=result.releases.astype(dtype), eps1=jnp.asarray(_ledger_down(result.eps1, dtype)),
+                           eps2=jnp.asarray(_ledger_down(result.eps2, dtype)))
+
+
+def _ledger_down(eps, dtype):
+    """A float64 ledger in `dtype`, each entry rounded toward 0: the reported budgets never exceed those spent."""
+    eps = np.asarray(eps, np.float64)
+    out = eps.astype(dtype)
+    return np.where(out.astype(np.float64) > eps, np.nextafter(out, np.zeros((), dtype)), out)
 
 
 def _check_shift(shift, method, d, w) -> bool:
@@ -429,7 +464,7 @@ class WEventStream:
         key = jax.random.fold_in(self.key, jnp.asarray(self.i - 1, jnp.uint32))
         with _arithmetic(self.noise):
             self.state, (o, e1, e2, pub, nul) = _push(
-                self.state, c, key, self.eps, jnp.asarray(force, jnp.int32),
+                self.state, c, key, _eps_down(self.eps, self.dtype), jnp.asarray(force, jnp.int32),
                 method=self.method, w=self.w, d=self.d,
                 shift=self.shift, noise=mechanisms.kernel_noise(self.noise),
             )  # fmt: skip

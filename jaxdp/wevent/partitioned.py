@@ -18,6 +18,9 @@ from jaxdp.wevent.methods import (
     _check_epsilon_range,
     _check_grid_dissimilarity,
     _check_grid_range,
+    _down,
+    _eps_down,
+    _ledger_down,
     _min_publication_budget,
     _quanta,
     check_counts,
@@ -58,6 +61,12 @@ def _group_sizes(d, g):
     return np.asarray([d // g + (j < d % g) for j in range(g)], np.int64)
 
 
+def _spent(units, quantum64, dtype):
+    """Budgets of `units` quanta, rounded down to `dtype` (computed in float64)."""
+    with jax.enable_x64(True):
+        return _down(units.astype(jnp.float64) * quantum64, dtype)
+
+
 @functools.partial(jax.jit, static_argnames=("method", "w", "g", "regroup_every", "noise"))
 def _run_partitioned(key, counts, eps, *, method, w, g, regroup_every, noise="float"):
     t, d = counts.shape
@@ -65,10 +74,14 @@ def _run_partitioned(key, counts, eps, *, method, w, g, regroup_every, noise="fl
     sizes = _group_sizes(d, g)
     bounds = jnp.asarray(np.cumsum(sizes))  # rank r belongs to group #(bounds <= r)
     sizes_j = jnp.asarray(sizes, dtype)
-    per_window = eps / 2.0
     quanta = _quanta(method, w)  # the joint ledger counts integer quanta of P (exact)
-    quantum = per_window / quanta
-    e1 = eps / (2.0 * w)
+    with jax.enable_x64(True):  # budgets from ε in float64, spent rounded down (`methods._down`, as `run`)
+        eps64 = jnp.asarray(eps).astype(jnp.float64)
+        quantum64 = eps64 / 2.0 / quanta
+        e1_64 = eps64 / (2.0 * w)
+    quantum = quantum64.astype(dtype)  # for the public thresholds
+    e1 = _down(e1_64, dtype)
+    eps = jnp.asarray(eps).astype(dtype)
     group0 = jnp.asarray(np.repeat(np.arange(g), sizes))  # contiguous public start
 
     def step(state, xs):
@@ -78,7 +91,7 @@ def _run_partitioned(key, counts, eps, *, method, w, g, regroup_every, noise="fl
         with jax.enable_x64(True):  # summed, noised and tested in float64 whatever the kernel's dtype (`_step`)
             f64 = jnp.float64
             mae_g = jax.ops.segment_sum(jnp.abs(c.astype(f64) - last.astype(f64)), grp, num_segments=g) / sizes_j.astype(f64)
-            dis = mechanisms.laplace_mechanism(k_dis, mae_g, epsilon=e1, sensitivity=1.0 / sizes_j.astype(f64),
+            dis = mechanisms.laplace_mechanism(k_dis, mae_g, epsilon=e1.astype(f64), sensitivity=1.0 / sizes_j.astype(f64),
                                                noise=noise, coordinates=1)  # 1/d_g; one user moves one group's score
         room = quanta - jnp.sum(recent, dtype=jnp.int32)  # joint ledger: Σ over the window of the max over groups
         since = jnp.minimum(since + 1, _SINCE_CAP)
@@ -93,7 +106,7 @@ def _run_partitioned(key, counts, eps, *, method, w, g, regroup_every, noise="fl
             pub = _above(dis, 1.0 / jnp.maximum(spend.astype(dtype) * quantum, 1e-30)) & ~nullified & (spend > 0)
         pub = pub & (spend.astype(dtype) * quantum >= _min_publication_budget(noise))
         spent = jnp.where(pub, spend, 0).astype(jnp.int32)
-        eps2 = spent.astype(dtype) * quantum
+        eps2 = _spent(spent, quantum64, dtype)
         noisy = mechanisms.laplace_mechanism(k_pub, c, epsilon=jnp.where(pub, eps2, eps)[grp], sensitivity=1.0, noise=noise,
                                              coordinates=1)  # one user, one count
         out = jnp.where(pub[grp], noisy, last)
@@ -112,7 +125,7 @@ def _run_partitioned(key, counts, eps, *, method, w, g, regroup_every, noise="fl
         else:
             grp_next = grp
         state = (out, grp_next, since, units_l2, recent, acc, phase)
-        return state, (out, jnp.asarray(e1, dtype), top.astype(dtype) * quantum, eps2, pub, grp)
+        return state, (out, e1, _spent(top, quantum64, dtype), eps2, pub, grp)
 
     zero_g = jnp.zeros((g,), jnp.int32)
     state = (jnp.zeros((d,), dtype), group0, zero_g, jnp.ones((g,), jnp.int32), jnp.zeros((max(w - 1, 1),), jnp.int32),
@@ -171,12 +184,14 @@ def run_partitioned(key: jax.Array, counts, *, method: str, w: int, epsilon: flo
         _check_grid_dissimilarity(noise, method, hi, 1.0 / float(sizes.max()))
     with _arithmetic(noise):
         kw = dict(method=method, w=int(w), g=g, regroup_every=p, noise=mechanisms.kernel_noise(noise))
+        eps_k = _eps_down(float(epsilon), data.dtype)
         if key.shape == ():
-            out = _run_partitioned(key, data, float(epsilon), **kw)
+            out = _run_partitioned(key, data, eps_k, **kw)
         else:
-            out = jax.vmap(lambda k: _run_partitioned(k, data, float(epsilon), **kw))(key)
+            out = jax.vmap(lambda k: _run_partitioned(k, data, eps_k, **kw))(key)
     if noise == "grid":  # released in the default float dtype, as before (a cast of the release)
         dtype = _validate.float_dtype()
-        out = out._replace(releases=out.releases.astype(dtype), eps1=out.eps1.astype(dtype),
-                           eps2=out.eps2.astype(dtype), group_eps2=out.group_eps2.astype(dtype))
+        out = out._replace(releases=out.releases.astype(dtype), eps1=jnp.asarray(_ledger_down(out.eps1, dtype)),
+                           eps2=jnp.asarray(_ledger_down(out.eps2, dtype)),
+                           group_eps2=jnp.asarray(_ledger_down(out.group_eps2, dtype)))
     return out

@@ -507,3 +507,28 @@ def test_grid_refuses_dissimilarities_it_would_clamp_and_publications_below_its_
         wevent.run(key, small, method=method, w=1, epsilon=2000.0, noise="grid")
     with pytest.raises(ValueError, match="below 1"):
         wevent.WEventStream(key, d=257, method=method, w=1, epsilon=2000.0, noise="grid")
+
+
+@pytest.mark.parametrize("noise", ["float", "grid"])
+def test_every_window_spends_at_most_epsilon_exactly_in_rationals(key, noise):
+    """Found in review: budgets rounded to nearest in float32 let a window spend 0.3000000380 of ε = 0.3 (the
+    noise used those values). Budgets are now rounded down from ε rounded down, so every window's ledger — run,
+    run_partitioned and WEventStream — sums to at most ε in exact rational arithmetic (no tolerance)."""
+    counts = wevent.synthetic_counts(0, timestamps=60, columns=30, kind="bursty")
+
+    def check(eps1, eps2, w, eps):
+        total = [Fraction(float(a)) + Fraction(float(b)) for a, b in zip(np.asarray(eps1), np.asarray(eps2))]
+        worst = max(sum(total[max(0, i - w + 1): i + 1], Fraction(0)) for i in range(len(total)))
+        assert worst <= Fraction(eps), (float(worst), eps)
+
+    for w, eps in ((3, 1.0), (7, 0.3)):
+        for method in ("uniform", "sample", "bd", "ba"):
+            r = wevent.run(key, counts, method=method, w=w, epsilon=eps, noise=noise)
+            check(r.eps1, r.eps2, w, eps)
+        p = wevent.run_partitioned(key, counts, method="ba", w=w, epsilon=eps, groups=3, noise=noise)
+        check(p.eps1, p.eps2, w, eps)
+    r = wevent.run(key, counts, method="ba", w=3, epsilon=0.7, shift=True, noise=noise)  # d = 30 > 2w
+    check(r.eps1, r.eps2, 3, 0.7)
+    s = wevent.WEventStream(key, d=30, method="bd", w=7, epsilon=0.3, noise=noise)
+    parts = [s.push(c) for c in counts[:20]]
+    check(np.concatenate([q.eps1 for q in parts]), np.concatenate([q.eps2 for q in parts]), 7, 0.3)
