@@ -42,6 +42,8 @@ def positive_scalar(name: str, value: Any) -> Any:
     v = float(arr)
     if not math.isfinite(v) or v <= 0.0:
         raise ValueError(f"{name} must be a finite number > 0, got {v!r}.")
+    if v < np.finfo(np.float64).tiny:  # subnormal: scales built from it flush to 0 (found in review: no noise)
+        raise ValueError(f"{name} = {v!r} is below float64's smallest normal number; rescale the problem.")
     return value
 
 
@@ -299,6 +301,9 @@ def vector(d, name="d") -> np.ndarray:
         raise ValueError(f"{name} is empty.")
     if not np.all(np.isfinite(v)):
         raise ValueError(f"{name} contains NaN or inf.")
+    if np.abs(v).sum() > 2**53:  # float64 holds every integer (and these sums) only up to 2**53
+        raise ValueError(f"{name}'s L1 norm is beyond 2**53, where float64 rounds neighbours apart by more than the "
+                         "sensitivity: scale the data down.")
     return v
 
 

@@ -82,6 +82,9 @@ def _tree_counter(key, stream, epsilon, l1_sensitivity, horizon):
         raise ValueError(f"stream must have shape [T] or [T, k] with T >= 1, got {x.shape}.")
     if not np.all(np.isfinite(x)):
         raise ValueError("stream contains NaN or inf.")
+    if np.abs(x).sum(axis=0).max() > 2**53:  # the registers' sums must stay where float64 holds every integer
+        raise ValueError("the stream's values sum beyond 2**53, where float64 rounds neighbours apart by more than "
+                         "the sensitivity: scale the data down.")
     horizon = x.shape[0] if horizon is None else _validate.size("horizon", horizon)
     if horizon < x.shape[0]:
         raise ValueError(f"horizon {horizon} is shorter than the stream ({x.shape[0]}).")
@@ -155,6 +158,7 @@ class TreeCounter:
             zeros = jnp.zeros((self._levels + 1, self._k), np.float64)
         self._carry = (zeros, zeros)
         self._t = 0
+        self._mass = np.zeros(self._k)  # Σ|x| so far: the registers must stay below 2**53 (as `tree_counter`)
 
     @property
     def state(self):
@@ -167,6 +171,10 @@ class TreeCounter:
         v = np.asarray(x, np.float64).reshape(-1)
         if v.size != self._k or not np.all(np.isfinite(v)):
             raise ValueError(f"push takes {self._k} finite value(s), got {np.asarray(x).shape}.")
+        if np.any(self._mass + np.abs(v) > 2**53):
+            raise ValueError("the stream's values sum beyond 2**53, where float64 rounds neighbours apart by more than "
+                             "the sensitivity: scale the data down.")
+        self._mass += np.abs(v)
         with jax.enable_x64(True):  # float64 registers, as `tree_counter`
             self._carry, out = _tree_push(self._levels, self._scale, self._carry,
                                           (jnp.asarray(self._t + 1), jnp.asarray(v, np.float64), self._keys[self._t]))

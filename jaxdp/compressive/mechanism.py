@@ -68,7 +68,7 @@ def _c5(config: CompressiveConfig, n: int) -> float:
     need = min_c5(config.basis, n, c2=config.c2)
     if config.c5 is None:
         return need
-    if config.c5 < need * (1 - 1e-9):
+    if config.c5 < need:  # no tolerance below: a smaller C5 would under-calibrate the choice of S
         raise ValueError(
             f"c5 = {config.c5} is below the true sensitivity constant {need:.4g} of u(D, S) for this basis "
             "(C₂·max_j ‖Ψᵀe_j‖₁); with it the choice of S would not be DP. Use c5=None."
@@ -255,6 +255,11 @@ def measure(key_phi: jax.Array, key_noise: jax.Array, d, *, epsilon, k: int, noi
     Returns:
       ``(phi [k, n], y_star [k])`` in the dtype of `d`.
     """
+    if _validate.is_concrete(key_phi) and _validate.is_concrete(key_noise):
+        with jax.ensure_compile_time_eval():  # concrete keys, also inside a trace
+            same = np.array_equal(np.asarray(jax.random.key_data(key_phi)), np.asarray(jax.random.key_data(key_noise)))
+        if same:  # found in review: one key for the public Φ and the noise gives the noise's signs away
+            raise ValueError("measure needs two different keys for Φ (public) and the noise: split one key.")
     pm = _signs(key_phi, (k, d.shape[0]), d.dtype)  # Φ = pm/√k: `projection(key_phi, k, n)`
     y_star = mechanisms.laplace_mechanism(key_noise, _samples(pm, d), epsilon=epsilon, sensitivity=math.sqrt(k),
                                           noise=noise, coordinates=k)  # every sample moves

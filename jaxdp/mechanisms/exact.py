@@ -357,7 +357,9 @@ def _check_scale(scale, limit=MAX_SCALE):
         s = np.asarray(scale, np.float64)
     except (TypeError, jax.errors.TracerArrayConversionError):
         return
-    if not np.all(np.isfinite(s)) or np.any(s < 1.0) or np.any(s >= limit):
+    # room for the caller's float32 arithmetic (the kernel recomputes the ratio in its dtype; found in review:
+    # 2**29 − 1 passed here and released NaN)
+    if not np.all(np.isfinite(s)) or np.any(s < 1.0) or np.any(s * (1.0 + 64 * 2.0**-23) >= limit):
         raise ValueError(
             f"discrete Laplace scale (noise scale / grid spacing) must be in [1, 2**{int(np.log2(limit))}); got "
             f"min {s.min():g}, max {s.max():g}. Larger ratios cannot be carried exactly in 32-bit integers "

@@ -56,14 +56,20 @@ def integer_scores(scores, epsilon, sensitivity, public=None):
     return q, allowed, delta_q
 
 
+_OVERFLOW_LIMIT = 2.0**100  # finite in float32, far beyond any distance that matters (they clamp at 2²⁴ − 1)
+
+
 def _rounded_scores(scores, epsilon, sensitivity, public):
     dtype = scores.dtype
     eps = jnp.asarray(epsilon, dtype)
     sens = jnp.asarray(sensitivity, dtype)
     gamma = _score_grid(eps, sens)
     if public is None:
-        qs = jnp.round(scores / gamma)  # integer-valued floats (−inf/NaN: excluded)
-        allowed = jnp.isfinite(qs)
+        # the candidate set is the finite scores; a finite score whose quotient overflows is clipped (1-Lipschitz;
+        # the distances to the best are clamped at M below anyway), never excluded (found in review: 1e37/γ
+        # overflowed in float32 and the best candidate was never drawn)
+        allowed = jnp.isfinite(scores)
+        qs = jnp.clip(jnp.round(scores / gamma), -_OVERFLOW_LIMIT, _OVERFLOW_LIMIT)  # integer-valued floats
     else:
         qp = jnp.round(jnp.asarray(public, dtype) / gamma)
         allowed = jnp.isfinite(qp)  # the candidate set reads the public part only

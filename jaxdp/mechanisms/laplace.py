@@ -160,6 +160,9 @@ def laplace(
         if not (np.all(np.isfinite(s)) and np.all(s > 0)):
             raise ValueError("Laplace scale must be finite and > 0 everywhere.")
     dtype = np.dtype(jax.dtypes.canonicalize_dtype(dtype)) if dtype is not None else _float_dtype_of(scale)
+    if _validate.is_concrete(scale) and np.any(np.asarray(scale, np.float64) < np.finfo(dtype).tiny):
+        raise ValueError(f"Laplace scale below {dtype}'s smallest normal number ({np.finfo(dtype).tiny:.3g}): it would "
+                         "flush to 0 (no noise); rescale the problem.")
     shape = tuple(np.shape(scale)) if shape is None else tuple(shape)
     return _laplace(key, jnp.asarray(scale, dtype), shape, dtype)
 
@@ -255,6 +258,20 @@ def l2_norm_noise(key: jax.Array, shape, *, dim, epsilon, sensitivity=1.0, dtype
     return jnp.sqrt(g * (2.0 / (eps * eps))) * jax.random.normal(k_norm, shape, dtype)
 
 
+def _check_scale_range(epsilon, sensitivity, dtype) -> None:
+    """Where ε and Δ are concrete, refuse a scale Δ/ε that underflows or overflows the noise's dtype (found in
+    review: a scale below its smallest normal number flushed to 0 and released the data unchanged)."""
+    if not (_validate.is_concrete(epsilon) and _validate.is_concrete(sensitivity)):
+        return
+    dtype = np.dtype(_validate.float_dtype() if dtype is None else dtype)
+    with np.errstate(all="ignore"):
+        scale = np.asarray(sensitivity, np.float64) / np.asarray(epsilon, np.float64)
+    info = np.finfo(dtype)
+    if np.any(~np.isfinite(scale)) or np.any(scale < float(info.tiny)) or np.any(scale > float(info.max) * 2.0**-20):
+        raise ValueError(f"the Laplace scale Δ/ε is outside what {dtype} holds as noise (between {float(info.tiny):.3g} "
+                         f"and {float(info.max) * 2.0**-20:.3g}): rescale the data or ε, or use float64.")
+
+
 def laplace_mechanism(key: jax.Array, x, *, epsilon, sensitivity, noise: str = "float", coordinates=None) -> jax.Array:
     """The Laplace mechanism ``x + Lap(Δ/ε)`` elementwise, with the sampler of `noise` (traceable core).
 
@@ -270,6 +287,7 @@ def laplace_mechanism(key: jax.Array, x, *, epsilon, sensitivity, noise: str = "
     against x.
     """
     x = jnp.asarray(x)
+    _check_scale_range(epsilon, sensitivity, x.dtype if jnp.issubdtype(x.dtype, jnp.floating) else None)
     if kernel_noise(noise) == "grid":
         m = x.size if coordinates is None else jnp.maximum(jnp.asarray(coordinates, x.dtype), 1)  # may be traced
         sens = jnp.broadcast_to(jnp.asarray(sensitivity, x.dtype), x.shape)

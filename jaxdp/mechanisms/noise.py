@@ -52,7 +52,9 @@ def check_grid_ratio(*, epsilon, sensitivity, coordinates=1) -> None:
     m = np.maximum(np.asarray(coordinates, np.float64), 1.0)  # broadcasts with the sensitivities
     gamma = _gamma(sens, m)
     ratio = (sens + m * gamma) / (eps * gamma)
-    if np.any(ratio >= exact.MAX_SCALE):
+    # the kernel computes this ratio in float32 with `laplace_scale`'s 16-ulp margin: refuse with room for both
+    # (found in review: a ratio just under 2**29 here reached 2**29 in the kernel and released NaN)
+    if np.any(ratio * _KERNEL_SLACK >= exact.MAX_SCALE):
         raise ValueError(
             f'noise="grid" cannot sample this release exactly: its noise-to-grid ratio b/γ is '
             f"{float(np.max(ratio)):.3g} (ε = {float(np.min(eps)):g}), at or above 2**29. Use a larger ε, "
@@ -64,6 +66,9 @@ def check_grid_ratio(*, epsilon, sensitivity, coordinates=1) -> None:
             f"{float(np.min(ratio)):.3g} (ε = {float(np.max(eps)):g}), below 1. Use a smaller ε, "
             'or noise="float".'
         )
+
+
+_KERNEL_SLACK = 1.0 + 64 * float(np.finfo(np.float32).eps)  # > the kernel's margin and float32 roundings
 
 
 def _gamma(sens, m):

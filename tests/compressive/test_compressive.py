@@ -459,3 +459,36 @@ def test_cmco_counts_in_float64_whatever_the_release_dtype(key):
         lo, hi = np.asarray(lo, np.float64), np.asarray(hi)
         ratios.append(np.linalg.norm(lo - hi) / np.linalg.norm(hi - d[:t]))
     assert min(ratios) < 1e-4  # measured 4·10⁻⁸
+
+
+# ------------------------------------------------------------------ edges found in review (2026-11-24)
+def test_measure_refuses_one_key_for_the_public_projection_and_the_noise(key):
+    """With the same key, the noise's signs were those of the public Φ (64 of 64): one-sided noise, not DP."""
+    with pytest.raises(ValueError, match="two different keys"):
+        C.measure(key, key, jnp.zeros(16), epsilon=1.0, k=4)
+    k1, k2 = jax.random.split(key)
+    phi, y = C.measure(k1, k2, jnp.zeros(16), epsilon=1.0, k=4)
+    assert phi.shape == (4, 16) and y.shape == (4,)
+
+
+def test_sums_past_2_53_and_subnormal_sensitivities_are_refused(key):
+    """In float64, values past 2⁵³ round neighbours apart (ΦD moved 11.5 against √k = 4; the tree counter 4
+    against Δ = 1), and a subnormal sensitivity made a zero scale (the data released as it is)."""
+    big = np.zeros(64)
+    big[0] = 2.0**54
+    with pytest.raises(ValueError, match=r"2\*\*53"):
+        C.compressive(key, big, epsilon=1.0)
+    with pytest.raises(ValueError, match=r"2\*\*53"):
+        C.tree_counter(key, np.asarray([2.0**54, 2.0]), epsilon=1.0)
+    counter = C.TreeCounter(key, epsilon=1.0, horizon=4)
+    counter.push(2.0**52)
+    with pytest.raises(ValueError, match=r"2\*\*53"):
+        counter.push(2.0**52 + 2.0)
+    with pytest.raises(ValueError, match="smallest normal"):
+        C.laplace_identity(key, np.ones(4), epsilon=1.0, l1_sensitivity=1e-310)
+
+
+def test_c5_below_the_exact_constant_is_refused_without_tolerance(key):
+    need = C.min_c5("dct", 64)
+    with pytest.raises(ValueError, match="below the true sensitivity"):
+        C.compressive(key, np.ones(64), epsilon=1.0, config=C.CompressiveConfig(basis="dct", c5=need * (1 - 1e-12)))

@@ -237,3 +237,34 @@ def test_exact_exponential_with_no_finite_score_is_refused_not_an_endless_loop(k
     from jaxdp.mechanisms.exponential import exponential_exact_core
 
     assert int(jax.jit(lambda s: exponential_exact_core(key, s, 1.0, 1.0))(none)) == -1
+
+
+# ------------------------------------------------------------------ edges found in review (2026-11-24)
+def test_scales_that_underflow_or_overflow_the_noise_dtype_are_refused(key):
+    """A Laplace scale below the dtype's smallest normal number flushed to 0: the data came out unchanged."""
+    with pytest.raises(ValueError, match="outside what float32 holds"):
+        mechanisms.laplace_mechanism(key, jnp.ones(3, jnp.float32), epsilon=1.0, sensitivity=1e-39)
+    with pytest.raises(ValueError, match="smallest normal"):
+        mechanisms.laplace(key, 1e-310)
+    out = mechanisms.laplace_mechanism(key, jnp.zeros(3, jnp.float32), epsilon=1.0, sensitivity=1e-30)
+    assert np.all(np.asarray(out) != 0.0)  # a tiny but normal scale still adds noise
+
+
+def test_grid_ratios_just_under_the_limit_are_refused_not_released_as_nan(key):
+    """The eager check computed b/γ in float64 without the kernel's float32 rounding and 16-ulp margin: a
+    ratio just under 2²⁹ passed it and reached 2²⁹ in the kernel, which releases NaN."""
+    with pytest.raises(ValueError, match=r"2\*\*29"):
+        mechanisms.grid_laplace(key, jnp.zeros(3, jnp.float32), scale=2.0**29 - 1, spacing=1.0)
+    with pytest.raises(ValueError, match=r"2\*\*29"):
+        mechanisms.check_grid_ratio(epsilon=257 / 2**29 * (1 + 6e-16), sensitivity=1.0)
+    assert np.all(np.isfinite(np.asarray(
+        mechanisms.grid_laplace(key, jnp.zeros(3, jnp.float32), scale=2.0**28, spacing=1.0))))
+
+
+def test_exact_exponential_mechanism_keeps_a_finite_best_score_whose_quotient_overflows(key):
+    """round(score/γ) overflowed to inf in float32 for a score of 1e37 and the candidate was excluded — a choice
+    of the candidate set by the data. The quotient is clipped instead: the best candidate wins."""
+    picks = [int(mechanisms.exponential_mechanism(k, jnp.asarray([1e37, 0.0], jnp.float32), epsilon=1.0,
+                                                  sensitivity=1.0, noise="grid"))
+             for k in jax.random.split(key, 20)]  # fmt: skip
+    assert picks == [0] * 20
