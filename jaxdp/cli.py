@@ -258,7 +258,9 @@ def _check_anonymize_args(args):
         raise InputError(f"-o {args.output} is a folder: give a file name.")
     if args.output == "-" and args.input is None:
         pass
-    detect_format(args.output, args.output_format)
+    out_fmt, _ = detect_format(args.output, args.output_format)
+    if args.output == "-" and out_fmt in ("parquet", "arrow"):  # found in review: it crashed after the whole run
+        raise InputError(f"-o - writes CSV to stdout; {out_fmt} needs a file name (e.g. -o out.{out_fmt}).")
     if args.kinds:
         bad = [k for k in args.kinds.split(",") if k not in _KINDS]
         if bad:
@@ -424,6 +426,7 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
                     id_of.update(zip(range(row0, row0 + len(id_list)), id_list))
                 if diag is not None:
                     diag.remember(x, row0)
+                writer.check()  # a signal stops the run here (between batches), with no output
                 res = sa.push(x, ids=id_list)
                 _emit(writer, res.records, res.index, id_of, args.ids_column, diag, content)
                 if id_list is not None:  # forget ids no buffered record can need
@@ -433,6 +436,7 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
             res = sa.flush()
             _emit(writer, res.records, res.index, id_of, args.ids_column, diag, content)
             empty = np.zeros((0, len(columns)), np.dtype(sa.dtype))
+            writer.check()
             writer.commit(empty, [] if args.ids_column else None)
         one_kernel = codec.one_kernel_loop(config, n * len(columns))
     finally:

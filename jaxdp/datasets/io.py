@@ -168,15 +168,50 @@ class TableReader:
             return pc.open_csv(stream, read_options=read, parse_options=parse, convert_options=conv)
         except (pa.ArrowInvalid, UnicodeDecodeError, LookupError) as err:
             raise self._csv_error(err) from None
+        except (OSError, EOFError) as err:
+            raise self._corrupt(err) from None
+
+    def _corrupt(self, err) -> InputError:
+        return InputError(f"{self.path}: the file is truncated or corrupt ({type(err).__name__}); check that it was "
+                          "copied completely, or decompress it by hand to find the damage.")
 
     def _csv_header(self):
-        if self.path == "-":
-            # stdin cannot be read twice: keep the reader opened for the header and infer, then cast per batch
-            self._stream = self._csv_open(self._raw_stream())
-            return list(self._stream.schema.names)
-        reader = self._csv_open(self._raw_stream())
-        names = list(reader.schema.names)
+        try:
+            if self.path == "-":
+                # stdin cannot be read twice: keep the reader opened for the header; every column is read as text
+                # and cast per batch (found in review: inferred types read ids 001 and 1e1 as 1 and 10, merging
+                # subjects, and a column of integers with a float late in the stream was refused)
+                return self._open_stdin()
+            reader = self._csv_open(self._raw_stream())
+            names = list(reader.schema.names)
+        except UnicodeDecodeError as err:  # a header in another encoding (found in review: a traceback)
+            raise InputError(f"{self.path}: the header is not valid {self.encoding} text (byte {err.object[err.start]:#x}); "
+                             "pass the file's encoding, e.g. --encoding latin-1.") from None
         reader.close() if hasattr(reader, "close") else None
+        return names
+
+    def _open_stdin(self) -> list[str]:
+        import pyarrow.csv as pc
+
+        pa = _pyarrow()
+        buf = sys.stdin.buffer
+        first = buf.readline()
+        if not first.strip():
+            raise InputError("stdin is empty: expected a header row and numeric records.")
+        try:
+            text = first.decode(self.encoding)
+        except LookupError:
+            raise InputError(f"--encoding {self.encoding!r} is not an encoding Python knows (try utf-8 or latin-1).") from None
+        names = next(csv.reader([text.lstrip("\ufeff").rstrip("\r\n")], delimiter=self.delimiter))
+        read = pc.ReadOptions(block_size=1 << 22, encoding=self.encoding, column_names=names)
+        conv = pc.ConvertOptions(column_types={n: pa.string() for n in names}, null_values=[], strings_can_be_null=False)
+        try:
+            self._stream = pc.open_csv(pa.PythonFile(buf, mode="r"), read_options=read,
+                                       parse_options=pc.ParseOptions(delimiter=self.delimiter), convert_options=conv)
+        except (pa.ArrowInvalid, UnicodeDecodeError) as err:
+            raise self._csv_error(err) from None
+        except (OSError, EOFError) as err:
+            raise self._corrupt(err) from None
         return names
 
     def count_rows(self) -> int:
@@ -186,6 +221,12 @@ class TableReader:
         import pyarrow.csv as pc
 
         pa = _pyarrow()
+        if self.fmt == "arrow":  # an IPC stream (a file has its count): one more pass over its batches
+            try:
+                with pa.ipc.open_stream(pa.OSFile(self.path)) as stream:
+                    return sum(batch.num_rows for batch in stream)
+            except (pa.ArrowInvalid, OSError, EOFError) as err:
+                raise self._corrupt(err) from None
         first = self.names[0]
         reader = self._csv_open(self._raw_stream())
         reader.close() if hasattr(reader, "close") else None
@@ -198,6 +239,8 @@ class TableReader:
             return sum(batch.num_rows for batch in reader)
         except (pa.ArrowInvalid, UnicodeDecodeError) as err:
             raise self._csv_error(err) from None
+        except (OSError, EOFError) as err:
+            raise self._corrupt(err) from None
 
     # -- data ---------------------------------------------------------------------------------
     def batches(self) -> Iterator[tuple[np.ndarray, object, int]]:
@@ -232,6 +275,17 @@ class TableReader:
         del pa
 
     def _record_batches(self):
+        """The input's record batches; a truncated or corrupt file (a compressed stream, an Arrow IPC stream,
+        Parquet pages) is an `InputError`, not a traceback (found in review)."""
+        pa = _pyarrow()
+        try:
+            yield from self._record_batches_raw()
+        except (pa.ArrowInvalid, OSError, EOFError) as err:
+            if isinstance(err, pa.ArrowInvalid) and self.fmt == "csv":
+                raise self._csv_error(err) from None
+            raise self._corrupt(err) from None
+
+    def _record_batches_raw(self):
         pa = _pyarrow()
         if self.fmt == "parquet":
             yield from self._pq.iter_batches(batch_size=self.chunk_rows, use_threads=False)
@@ -266,11 +320,14 @@ class TableReader:
                 r = int(np.flatnonzero(np.asarray(col.is_null()))[0])
                 raise InputError(f"{self._where(row + r)}, column {name!r}: the value is missing; fill it in.")
             return np.asarray(col.cast(pa.float64()), np.float64)
-        vals = col.to_pylist()  # stdin with a column that did not parse as numbers: find the cell
-        for r, v in enumerate(vals):
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):  # stdin: read as text, cast here
             try:
-                float(v)
-            except (TypeError, ValueError):
+                return np.asarray(col.cast(pa.float64()), np.float64)  # pyarrow's number syntax, as for files
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                pass
+        vals = col.to_pylist()  # a cell that is not a number: find it (its place, never its value)
+        for r, v in enumerate(vals):
+            if not (isinstance(v, str) and _is_csv_number(v)):
                 break
         else:
             r = 0
@@ -309,7 +366,7 @@ class TableReader:
                     raw = f.read()
             else:
                 raw = pa.input_stream(self.path, compression=codec).read()
-        except (pa.ArrowInvalid, OSError, ValueError):
+        except (pa.ArrowInvalid, OSError, EOFError, ValueError):
             return None
         try:
             text = raw.decode(self.encoding, errors="strict")
@@ -380,8 +437,8 @@ def _is_csv_number(cell: str) -> bool:
 def open_table(path: str, *, fmt: str | None = None, id_column: str | None = None, delimiter: str = ",",
                encoding: str = "utf-8", chunk_rows: int = _CHUNK_ROWS) -> TableReader:
     """Open a table for reading in batches (see `TableReader`). Raises `InputError` with a fix."""
-    if len(delimiter) != 1:
-        raise InputError(f"--delimiter must be one character, got {delimiter!r}.")
+    if len(delimiter) != 1 or not delimiter.isascii():
+        raise InputError(f"--delimiter must be one ASCII character, got {delimiter!r}.")
     if path != "-" and not os.path.exists(path):
         raise InputError(f"input file not found: {path}")
     if path != "-" and os.path.isdir(path):
@@ -490,20 +547,41 @@ class TableWriter:
             os.remove(self._tmp)
         self._tmp = None
 
+    # SIGTERM and SIGINT only set a flag that `check()` turns into an exception at a safe point (the caller
+    # checks between batches and before `commit()`): raised from the handler itself, the exception could land in
+    # a callback that Python ignores (found in review: JAX's garbage-collector callback swallowed it, and an
+    # interrupted run finished and exited 0).
+    _SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
     def __enter__(self):
-        self._previous = signal.getsignal(signal.SIGTERM)
-        signal.signal(signal.SIGTERM, _terminate)
+        self.interrupted = None
+        self._previous = {}
+        for sig in self._SIGNALS:
+            try:
+                self._previous[sig] = signal.signal(sig, self._on_signal)
+            except ValueError:  # not the main thread: signals stay as they are
+                pass
         return self
 
+    def _on_signal(self, signum, frame):
+        self.interrupted = signum
+
+    def check(self):
+        """Raise KeyboardInterrupt (SIGINT) or SystemExit(128 + signal) if a signal arrived."""
+        if self.interrupted == signal.SIGINT:
+            raise KeyboardInterrupt
+        if self.interrupted is not None:
+            raise SystemExit(128 + self.interrupted)
+
     def __exit__(self, exc_type, exc, tb):
-        signal.signal(signal.SIGTERM, self._previous)
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+        if exc_type is None and self.interrupted is not None and self._tmp is not None:  # not committed yet
+            self.abort()
+            self.check()
         if exc_type is not None:
             self.abort()
         return False
-
-
-def _terminate(signum, frame):  # SIGTERM → SystemExit, so that `with TableWriter` removes the partial file
-    raise SystemExit(128 + signum)
 
 
 def atomic_write_text(path: str, text: str):

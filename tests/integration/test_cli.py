@@ -376,6 +376,12 @@ def test_negative_bounds_parse_and_output_precision(tmp_path, capsys):
 # ------------------------------------------------------------------------------------------------ failures
 CASES = [
     ("latin1", lambda p: p.write_bytes("a,b,c\n\xe91,2,3\n".encode("latin-1")), [], "--encoding"),
+    # found in review (2026-11-24): each of these ended in a traceback
+    ("latin1 header", lambda p: p.write_bytes("a,b\xe9,c\n1,2,3\n".encode("latin-1")), [], "--encoding latin-1"),
+    ("truncated gzip", lambda p: p.write_bytes(gzip.compress(_csv_text().encode())[:300]), [], "truncated or corrupt"),
+    ("truncated xz", lambda p: p.write_bytes(lzma.compress(_csv_text().encode())[:300]), [], "truncated or corrupt"),
+    ("non-ascii delimiter", None, ["--delimiter", "\u00a7"], "ASCII"),
+    ("parquet to stdout", None, ["-o", "-", "--output-format", "parquet"], "needs a file name"),
     ("underscore", lambda p: p.write_text("a,b,c\n1_000,2,3\n"), [], "line 2, column 'a'"),
     ("duplicate", lambda p: p.write_text("a,a,c\n1,2,3\n"), [], "more than once"),
     ("ragged", lambda p: p.write_text("a,b,c\n1,2,3\n4,5\n"), [], "line 3"),
@@ -488,3 +494,35 @@ def test_the_summary_says_in_plain_words_what_the_release_carries(tmp_path, caps
         assert "NOTE" not in captured.err
     else:
         assert "NOTE" in captured.err and "--epsilon" in captured.err and "--records-per-subject" in captured.err
+
+
+def test_arrow_streams_are_counted_and_truncated_ones_refused(tmp_path, capsys):
+    """Found in review: an Arrow IPC *stream* input was counted as if it were CSV ("not valid utf-8"), and a
+    truncated one ended in a traceback after JAX had started."""
+    table = pa.table({"a": DATA[:, 0], "b": DATA[:, 1], "c": DATA[:, 2]})
+    src = tmp_path / "in.arrow"
+    with pa.OSFile(str(src), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+        for batch in table.to_batches(max_chunksize=64):
+            writer.write_batch(batch)
+    code, out = _run_file(tmp_path, str(src), *BOUNDS)
+    assert code == 0, capsys.readouterr().err
+    assert len(out.read_text().splitlines()) == 301
+    bad = tmp_path / "bad.arrow"
+    bad.write_bytes(src.read_bytes()[:3000])
+    code, out2 = _run_file(tmp_path, str(bad), *BOUNDS, "-o", str(tmp_path / "o2.csv"))
+    err = capsys.readouterr().err
+    assert code == 2 and "truncated or corrupt" in err and "Traceback" not in err
+    assert not (tmp_path / "o2.csv").exists()
+
+
+def test_stdin_reads_ids_as_text_and_numbers_as_files_do(tmp_path):
+    """Found in review: stdin's inferred types read the ids 10, 1e1, 1.0 and 1 as two subjects (001 as 1), and a
+    column of integers with a float late in the stream was refused. Every stdin column is now read as text and
+    cast as a file's is."""
+    text = "id,x\n10,1\n1e1,2\n1.0,3\n1,4\n001,5\n"
+    proc = subprocess.run([sys.executable, "-m", "jaxdp", "anonymize", "-", "-o", "-", "--ids-column", "id",
+                           "--bounds", "50", "--target-length", "5", "--quiet"], input=text.encode(),
+                          capture_output=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode()
+    rows = list(csv.reader(proc.stdout.decode().splitlines()))
+    assert rows[0] == ["id", "x"] and sorted(r[0] for r in rows[1:]) == ["001", "1", "1.0", "10", "1e1"]
