@@ -52,7 +52,8 @@ def publish(key: jax.Array, qi, sa, bucketing: Bucketing, *, fake: int = 0, doma
       `PublishedTables`.
 
     Raises:
-      ValueError: shapes that disagree, σ < 0, or a bucket with fewer than σ SA values left.
+      ValueError: shapes that disagree, σ < 0, a bucket with fewer than σ SA values left, NaN SA values, or
+        a `domain` that lacks some SA value of the table.
     """
     _validate.key(key)
     if key.ndim:
@@ -60,14 +61,34 @@ def publish(key: jax.Array, qi, sa, bucketing: Bucketing, *, fake: int = 0, doma
     qi = np.asarray(qi)
     sa = np.asarray(sa)
     bid = np.asarray(bucketing.bucket)
+    if sa.ndim != 1 or sa.size == 0:
+        raise ValueError(f"sa must be a non-empty 1-D array of SA values, got shape {sa.shape}.")
+    if bid.ndim != 1 or not np.issubdtype(bid.dtype, np.integer):
+        raise ValueError(f"the bucketing's ids must be a 1-D integer array, got shape {bid.shape}, dtype {bid.dtype}.")
     if qi.shape[0] != sa.shape[0] or bid.shape[0] != sa.shape[0]:
         raise ValueError("qi, sa and the bucketing must have one entry per record.")
     if isinstance(fake, bool) or not isinstance(fake, (int, np.integer)) or fake < 0:
         raise ValueError(f"fake must be an int >= 0 (fake values per bucket), got {fake!r}.")
+    # values that equal themselves and sort: a NaN is never "in" a bucket for setdiff1d, so a fake NaN could
+    # repeat a real one (found in review); mixed types do not sort (the error named NumPy's internals)
+    try:
+        real = np.unique(sa)
+    except TypeError:
+        raise ValueError("sa mixes types that cannot be ordered: give one type (e.g. all strings).") from None
+    if real.dtype.kind in "fc" and not np.all(np.isfinite(real)):
+        raise ValueError("sa contains NaN or inf: give every record a real SA value (or a code for 'missing').")
+    if domain is not None:  # the public domain must hold every real value, in their type (found in review: a
+        # domain without them made every fake value one no record has, so the fakes were visible)
+        domain = np.asarray(domain)
+        if domain.dtype.kind != real.dtype.kind and not (domain.dtype.kind in "iuf" and real.dtype.kind in "iuf"):
+            raise ValueError(f"domain has values of type {domain.dtype}, the SA values {real.dtype}: give one type.")
+        if np.setdiff1d(real, domain).size:
+            raise ValueError("domain must contain every SA value of the table (fake values drawn from a domain "
+                             "without them would be told apart); pass domain=None to use the table's values.")
     # NumPy's generator, seeded from the key's bits (all of its entropy): the per-bucket draws are host work
     words = np.asarray(jax.random.bits(key, (4,), jnp.uint32)).tolist()
     rng = np.random.default_rng(np.random.SeedSequence(words))
-    domain = np.unique(sa) if domain is None else np.asarray(domain)
+    domain = real if domain is None else np.unique(domain)
     st_b, st_v, st_f = [], [], []
     for g in np.unique(bid):
         vals = sa[bid == g]

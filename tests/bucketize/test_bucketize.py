@@ -276,6 +276,28 @@ def test_publish_tables_and_fake_values(key):
         B.publish(key, qi, sa, bk, fake=-1)
 
 
+def test_publish_refuses_inputs_that_would_expose_the_fake_values(key):
+    """Found in review: a NaN SA value was never "in" its bucket for the fake-value draw, so a fake NaN could
+    repeat a real one; a `domain` without the table's values made every fake a value no record has (visible);
+    an empty table, 2-D or float bucket ids ended in NumPy errors or were published as given."""
+    qi = np.zeros((4, 1))
+    two = B.Bucketing(np.asarray([0, 0, 1, 1]), ((2, 2),))
+    with pytest.raises(ValueError, match="NaN"):
+        B.publish(key, qi, np.asarray([np.nan, 1.0, 2.0, 3.0]), two, fake=2)
+    with pytest.raises(ValueError, match="domain must contain"):
+        B.publish(key, qi, np.asarray(["a", "b", "a", "b"]), two, fake=1, domain=["x"])
+    with pytest.raises(ValueError, match="type"):
+        B.publish(key, qi, np.asarray([1, 2, 1, 2]), two, fake=1, domain=["1", "2", "3"])
+    with pytest.raises(ValueError, match="non-empty"):
+        B.publish(key, np.zeros((0, 1)), np.asarray([]), B.Bucketing(np.zeros(0, np.int64), ()), fake=0)
+    with pytest.raises(ValueError, match="integer"):
+        B.publish(key, qi, np.asarray(["a", "b", "a", "b"]), B.Bucketing(np.asarray([0.5, 0.5, 1.0, 1.0]), ()))
+    t = B.publish(key, qi, np.asarray(["a", "b", "a", "c"]), two, fake=1, domain=["a", "b", "c", "d"])
+    for g in (0, 1):  # fakes differ from their bucket's real values
+        real = set(t.st_value[(t.st_bucket == g) & ~t.is_fake].tolist())
+        assert not real & set(t.st_value[(t.st_bucket == g) & t.is_fake].tolist())
+
+
 def test_metrics():
     bucket = np.array([0, 0, 0, 1, 1, 2])
     assert B.loss(bucket) == 4 + 1 + 0
