@@ -526,3 +526,17 @@ def test_stdin_reads_ids_as_text_and_numbers_as_files_do(tmp_path):
     assert proc.returncode == 0, proc.stderr.decode()
     rows = list(csv.reader(proc.stdout.decode().splitlines()))
     assert rows[0] == ["id", "x"] and sorted(r[0] for r in rows[1:]) == ["001", "1", "1.0", "10", "1e1"]
+
+
+def test_a_domain_read_from_the_data_is_reported_only_as_curator_only(tmp_path):
+    """Found in review: with --bounds data the report's domain was 1.5 × each column's maximum, so the maximum
+    cell could be read off it. It now sits under a NOT_PRIVATE name; public bounds are reported as before."""
+    src = tmp_path / "in.csv"
+    src.write_text(_csv_text())
+    for extra, key in ((["--bounds", "data"], "domain_from_data_NOT_PRIVATE"), (BOUNDS, "domain")):
+        rep = tmp_path / "r.json"
+        assert cli.main(["anonymize", str(src), "-o", str(tmp_path / "o.csv"), "--report", str(rep), "--quiet",
+                         *extra]) == 0  # fmt: skip
+        report = json.loads(rep.read_text())
+        assert key in report and len(report[key]["hi"]) == 3
+        assert ("domain" in report) == (key == "domain")
