@@ -486,7 +486,8 @@ class _FrameMeans:
 
         # The variance query is asked only where the blocks could be live whatever the data: with V ≤ ΣΛ²/4
         # (the largest variance of values in [0, Λ]); elsewhere (small ε_f) the whole frame goes to the means.
-        possible = self.lap1 / (self.eps_ql * eps_frames) ** 2 <= _LIVE_FRACTION * np.sum(self.width**2) / (4 * d)
+        with np.errstate(over="ignore"):  # a tiny ε_f or a huge domain: inf compares as it should
+            possible = self.lap1 / (self.eps_ql * eps_frames) ** 2 <= _LIVE_FRACTION * np.sum(self.width**2) / (4 * d)
         eps_v = np.where(possible, _VARIANCE_SHARE, 0.0) * eps_frames
         w_v = np.broadcast_to((sizes * eps_v) ** 2, (*reps, f))
         if kernel == "grid":  # public budgets: refuse before any draw (the grid sampler would release NaN)
@@ -509,7 +510,8 @@ class _FrameMeans:
         noisy_v = release(1, masked, np.where(possible, eps_v, 1.0), np.ones(d), np.full(d, self.sens[1]), d)
         v_sum, v_tot = running(1, noisy_v, w_v)  # zero weight where not asked
         energy = np.sum(np.maximum(v_sum / np.maximum(v_tot, 1e-300)[..., None], 0.0), axis=-1)  # [(R,) F]
-        live = possible & (self.lap1 / (self.eps_ql * eps_frames) ** 2 <= _LIVE_FRACTION * energy / d)
+        with np.errstate(over="ignore"):
+            live = possible & (self.lap1 / (self.eps_ql * eps_frames) ** 2 <= _LIVE_FRACTION * energy / d)
         eps_mu = np.where(live, self.share, 1.0) * eps_frames - eps_v
         # the means: column j its own query (sensitivity Λ_j/r, budget ε_μ·alloc_j)
         mu_sum, mu_tot = running(0, release(0, moments[0], eps_mu, self.alloc, self.width, 1), (sizes * eps_mu) ** 2)
@@ -520,10 +522,14 @@ class _FrameMeans:
         # James–Stein factor; post-processing): a column whose noise swamps its offset from the midpoint
         # is released near the midpoint instead of at a noisy value.
         mid = 0.5 * self.width
-        z = mu_sum / mu_tot[..., None] - mid
-        var = 2.0 * self.scale_unit[None, :] ** 2 / mu_tot[..., None]  # Var of the running mean, [(R,) F, d]
-        shrink = np.maximum(0.0, 1.0 - var / np.maximum(z * z, 1e-300))
-        base = np.clip(mid + shrink * z, 0.0, self.width)
+        with np.errstate(over="ignore", invalid="ignore"):  # huge domains: no square overflows into inf/inf
+            z = mu_sum / mu_tot[..., None] - mid
+            sd = np.sqrt(2.0) * self.scale_unit[None, :] / np.sqrt(mu_tot[..., None])  # s.d. of the running mean
+            shrink = np.maximum(0.0, 1.0 - (sd / np.maximum(np.abs(z), 1e-300)) ** 2)  # t² = inf → 0
+            base = np.clip(mid + shrink * z, 0.0, self.width)
+        # found in review: at ε = 1e-4 on a ±1e150 domain var/z² was inf/inf and NaN records were released; a base
+        # that is still not finite is the midpoint (public)
+        base = np.where(np.isfinite(base), base, mid)
         return base, energy, np.where(live, 1.0 - self.share, 0.0)
 
 
@@ -593,8 +599,20 @@ def _output_dtype(lo, hi, dtype):
     return np.dtype(np.float64) if far else np.dtype(dtype)
 
 
-def _unshift(x, lo, out_dtype):
-    return (np.asarray(x, np.float64) + lo).astype(out_dtype)
+def _unshift(x, lo, out_dtype, hi=None):
+    """Records back in data coordinates; with `hi` (clip_output) clipped again to [lo, hi] after the shift: the
+    codec clips x − lo in its dtype, and lo + x can round past hi (found in review: 1.8e-15 above hi on a narrow
+    domain away from zero). Post-processing."""
+    out = np.asarray(x, np.float64) + lo
+    if hi is not None:
+        out = np.clip(out, lo, hi)
+    out = out.astype(out_dtype)
+    if hi is not None and out.dtype != np.float64:  # the cast may round past the bounds too: pull those back in
+        lo_c, hi_c = (np.asarray(b).astype(out_dtype) for b in (lo, hi))
+        lo_c = np.where(lo_c < lo, np.nextafter(lo_c, np.asarray(np.inf, out_dtype)), lo_c)
+        hi_c = np.where(hi_c > hi, np.nextafter(hi_c, np.asarray(-np.inf, out_dtype)), hi_c)
+        out = np.clip(out, lo_c, hi_c)
+    return out
 
 
 def _release(released, rows, perm, frames, block_frame):
@@ -714,7 +732,7 @@ def _compute_dtype(config: HVCConfig, records: np.ndarray):
 def _assemble(config, epsilon, released, rows, info, frames, block_frame, lo, hi, dtype, limit, planner, private) -> Result:
     """The `Result` of a batch run (one stream, or many with a leading axis): records back in release order."""
     out, index, delay, footrule, frame = _release(released, rows, info.perm, frames, block_frame)
-    out = _unshift(out, lo, _output_dtype(lo, hi, dtype))
+    out = _unshift(out, lo, _output_dtype(lo, hi, dtype), hi if config.clip_output else None)
     eps_frames = _frame_epsilon(config, epsilon, [len(f[0]) for f in frames], limit)
     return Result(
         records=out, index=index, delay=delay, footrule=footrule, capped=planner.capped,
@@ -980,7 +998,8 @@ class StreamAnonymizer:
             del self.pending[r]
         out, index, delay, footrule, frame = _release(np.asarray(released), rows, np.asarray(info.perm), frames,
                                                       block_frame)  # fmt: skip
-        return self._result(_unshift(out, self.lo, self.out_dtype), index, delay, footrule, frame + first_frame,
+        return self._result(_unshift(out, self.lo, self.out_dtype, self.hi if self.config.clip_output else None),
+                            index, delay, footrule, frame + first_frame,
                             eps_frames, info)  # fmt: skip
 
     def _result(self, records, index, delay, footrule, frame, eps_frames, info) -> Result:

@@ -686,3 +686,20 @@ def test_batch_and_streaming_compute_alike_in_x64_mode(key, x64):
     s = np.concatenate([sa.push(x).records, sa.flush().records])
     assert r.records.dtype == s.dtype == np.float64
     np.testing.assert_array_equal(r.records, s)
+
+
+def test_releases_stay_finite_and_inside_the_domain_at_the_float_edges(key):
+    """Found in review: (i) on a ±1e150 domain at ε = 1e-4 (noise="float64") the frame-mean layer's shrinkage
+    was inf/inf and NaN records were released; (ii) on the narrow domain 5 ± 1e-7, lo + x rounded past hi by
+    1.8e-15 though the codec had clipped. Both are released finite and inside [lo, hi] now."""
+    x = np.random.default_rng(0).uniform(-1e149, 1e149, (40, 1))
+    r = jaxdp.anonymize(key, x, jaxdp.HVCConfig(1, 1, noise="float64", target_length=40), epsilon=1e-4,
+                        bounds=(np.full(1, -1e150), np.full(1, 1e150)))  # fmt: skip
+    assert np.all(np.isfinite(r.records))
+    lo, hi = np.full(2, 5 - 1e-7), np.full(2, 5 + 1e-7)
+    y = np.random.default_rng(1).uniform(lo, hi, (40, 2))
+    for cfg in (jaxdp.HVCConfig(2, 3, target_length=40), jaxdp.HVCConfig(2, 3, records_per_subject=1)):
+        r = jaxdp.anonymize(key, y, cfg, epsilon=3.0, bounds=(lo, hi))
+        assert np.all(r.records >= lo) and np.all(r.records <= hi)
+        sa = jaxdp.StreamAnonymizer(key, cfg, epsilon=3.0, bounds=(lo, hi))
+        np.testing.assert_array_equal(np.concatenate([sa.push(y).records, sa.flush().records]), r.records)
