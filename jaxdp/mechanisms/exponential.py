@@ -38,7 +38,7 @@ def integer_scores(scores, epsilon, sensitivity, public=None):
     """The integer scores the exact exponential mechanism draws from (traceable core, last axis).
 
     Returns ``(q, allowed, delta_q)``: ``q_i = max(Q_i, Q* − M)`` (integer-valued floats, Q* the best allowed,
-    M = 2²⁴ − 1: distances beyond M are clamped, which keeps the sensitivity), `allowed` (finite candidates) and
+    M = 2²⁴ − 1: distances beyond M are clamped, which keeps the sensitivity), `allowed` (the candidates not marked −inf) and
     ``Δ_Q``, the sensitivity of q when every score has sensitivity ≤ Δ. Without `public`,
     ``Q_i = round(score_i/γ_s)``. With `public` (a data-independent term of every score, e.g. a Laplace
     error computed from public tables), the score is ``public_i + score_i`` but the two are rounded apart:
@@ -65,11 +65,13 @@ def _rounded_scores(scores, epsilon, sensitivity, public):
     sens = jnp.asarray(sensitivity, dtype)
     gamma = _score_grid(eps, sens)
     if public is None:
-        # the candidate set is the finite scores; a finite score whose quotient overflows is clipped (1-Lipschitz;
-        # the distances to the best are clamped at M below anyway), never excluded (found in review: 1e37/γ
-        # overflowed in float32 and the best candidate was never drawn)
-        allowed = jnp.isfinite(scores)
-        qs = jnp.clip(jnp.round(scores / gamma), -_OVERFLOW_LIMIT, _OVERFLOW_LIMIT)  # integer-valued floats
+        # only −inf (the caller's exclusion marker) leaves the candidate set: a score or quotient that overflows
+        # is clipped (1-Lipschitz; distances to the best are clamped at M below anyway) and NaN is the worst, as
+        # with `public` — the data never choose the candidates (found in review: 1e37/γ overflowed in float32
+        # and the best candidate was never drawn)
+        allowed = scores != -jnp.inf
+        qs = jnp.nan_to_num(jnp.round(scores / gamma), nan=-_OVERFLOW_LIMIT)
+        qs = jnp.clip(qs, -_OVERFLOW_LIMIT, _OVERFLOW_LIMIT)  # integer-valued floats
     else:
         qp = jnp.round(jnp.asarray(public, dtype) / gamma)
         allowed = jnp.isfinite(qp)  # the candidate set reads the public part only

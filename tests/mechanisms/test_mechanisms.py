@@ -268,3 +268,6 @@ def test_exact_exponential_mechanism_keeps_a_finite_best_score_whose_quotient_ov
                                                   sensitivity=1.0, noise="grid"))
              for k in jax.random.split(key, 20)]  # fmt: skip
     assert picks == [0] * 20
+    q, allowed, _ = mechanisms.integer_scores(jnp.asarray([jnp.inf, jnp.nan, -jnp.inf, 0.0]), 1.0, 1.0)
+    np.testing.assert_array_equal(np.asarray(allowed), [True, True, False, True])  # only −inf (a marker) excludes
+    assert np.all(np.isfinite(np.asarray(q)[[0, 1, 3]]))
