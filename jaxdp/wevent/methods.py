@@ -122,6 +122,12 @@ def _down(x64, dtype, exact=False):
         return jnp.where(f.astype(jnp.float64) > x, jnp.nextafter(f, jnp.zeros((), dtype)), f)
 
 
+def _spent(units, quantum64, dtype):
+    """The budget of `units` quanta (computed in float64), rounded down to `dtype`."""
+    with jax.enable_x64(True):
+        return _down(units.astype(jnp.float64) * quantum64, dtype)
+
+
 def _eps_down(eps: float, dtype) -> np.ndarray:
     """ε as the kernel gets it: the largest value of `dtype` ≤ ε (the budgets are derived from it)."""
     v = np.asarray(eps, dtype)
@@ -186,8 +192,7 @@ def _step(method, w, eps, d, state, xs, shift=False, noise="float"):
         pub = jnp.where(force >= 0, force == 1, _above(dis, lam)) & ~nullified
     pub = pub & (spend.astype(dtype) * quantum >= _min_publication_budget(noise))
     spent = jnp.where(pub, spend, 0).astype(jnp.int32)
-    with jax.enable_x64(True):
-        eps2 = _down(spent.astype(jnp.float64) * quantum64, dtype)
+    eps2 = _spent(spent, quantum64, dtype)
     # Noise only where a publication happens: in a single stream `lax.cond` runs one branch, so a null
     # timestamp draws nothing (under vmap it becomes a select and both run, as before). The branch taken
     # depends only on the published decision, which is part of the release.

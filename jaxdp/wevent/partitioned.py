@@ -21,6 +21,7 @@ from jaxdp.wevent.methods import (
     _down,
     _eps_down,
     _ledger_down,
+    _spent,
     _min_publication_budget,
     _quanta,
     check_counts,
@@ -59,12 +60,6 @@ class PartitionedResult(NamedTuple):
 
 def _group_sizes(d, g):
     return np.asarray([d // g + (j < d % g) for j in range(g)], np.int64)
-
-
-def _spent(units, quantum64, dtype):
-    """Budgets of `units` quanta, rounded down to `dtype` (computed in float64)."""
-    with jax.enable_x64(True):
-        return _down(units.astype(jnp.float64) * quantum64, dtype)
 
 
 @functools.partial(jax.jit, static_argnames=("method", "w", "g", "regroup_every", "noise"))
