@@ -18,7 +18,7 @@ import numpy as np
 
 from jaxdp import _validate, mechanisms
 from jaxdp.hvc.config import HVCConfig
-from jaxdp.hvc.stream import Result, _frame_epsilon, _output_dtype, _prepare
+from jaxdp.hvc.stream import Result, _cast_within, _frame_epsilon, _output_dtype, _prepare
 
 __all__ = ["pln", "frame_mean", "microaggregate", "midpoint"]
 
@@ -169,7 +169,7 @@ def microaggregate(
 def _result(out, index, frame, planner, eps_frames, private, lo, hi):
     dtype = _output_dtype(lo, hi, jnp.zeros(()).dtype)  # as `anonymize`: float64 where float32 cannot resolve the domain
     return Result(
-        records=out.astype(dtype), index=index, delay=np.zeros_like(index), footrule=np.zeros_like(index),
+        records=_cast_within(out, lo, hi, dtype), index=index, delay=np.zeros_like(index), footrule=np.zeros_like(index),
         capped=planner.capped, superseded=planner.superseded, dropped=planner.dropped, epsilon_spent=eps_frames,
         frame=frame, info=None, private=private, lo=lo, hi=hi,
     )  # fmt: skip

@@ -604,13 +604,17 @@ def _unshift(x, lo, out_dtype, hi=None):
     codec clips x − lo in its dtype, and lo + x can round past hi (found in review: 1.8e-15 above hi on a narrow
     domain away from zero). Post-processing."""
     out = np.asarray(x, np.float64) + lo
-    if hi is not None:
-        out = np.clip(out, lo, hi)
-    out = out.astype(out_dtype)
-    if hi is not None and out.dtype != np.float64:  # the cast may round past the bounds too: pull those back in
-        lo_c, hi_c = (np.asarray(b).astype(out_dtype) for b in (lo, hi))
-        lo_c = np.where(lo_c < lo, np.nextafter(lo_c, np.asarray(np.inf, out_dtype)), lo_c)
-        hi_c = np.where(hi_c > hi, np.nextafter(hi_c, np.asarray(-np.inf, out_dtype)), hi_c)
+    return out.astype(out_dtype) if hi is None else _cast_within(out, lo, hi, out_dtype)
+
+
+def _cast_within(x, lo, hi, dtype):
+    """float64 records clipped to [lo, hi] and cast to `dtype` so that they stay inside (a bound that `dtype`
+    cannot hold is replaced by the nearest value of `dtype` inside the domain). Post-processing."""
+    out = np.clip(np.asarray(x, np.float64), lo, hi).astype(dtype)
+    if out.dtype != np.float64:  # the cast may round past the bounds: pull those back in
+        lo_c, hi_c = (np.asarray(b).astype(dtype) for b in (lo, hi))
+        lo_c = np.where(lo_c < lo, np.nextafter(lo_c, np.asarray(np.inf, dtype)), lo_c)
+        hi_c = np.where(hi_c > hi, np.nextafter(hi_c, np.asarray(-np.inf, dtype)), hi_c)
         out = np.clip(out, lo_c, hi_c)
     return out
 
@@ -650,7 +654,7 @@ def _prepare(records, config: HVCConfig, ids, bounds, epsilon=None):
     lo, hi, private = codec.resolve_bounds(bounds, records)
     if lo.shape[0] != records.shape[1]:
         raise ValueError(f"bounds describe {lo.shape[0]} attributes but records have d = {records.shape[1]}.")
-    _check_float_range(lo, hi, _compute_dtype(config, records), epsilon)
+    _check_float_range(lo, hi, _compute_dtype(config), epsilon)
     limit = None if config.records_per_subject is not None else (config.target_length or records.shape[0])
     frames, planner = _plan_all(config, records.shape[0], ids, limit)
     return records, ids, lo, hi, private, limit, frames, planner
@@ -719,11 +723,10 @@ def _precision(config: HVCConfig):
     return jax.enable_x64(True) if config.noise == "float64" else contextlib.nullcontext()
 
 
-def _compute_dtype(config: HVCConfig, records: np.ndarray):
+def _compute_dtype(config: HVCConfig):
     """float64 for ``noise="float64"``, else JAX's default float (float32; float64 in x64 mode) whatever the
     input's dtype: `StreamAnonymizer` does not see its input's dtype before the first push, and both front ends
     must compute alike (found in review: in x64 mode float64 input ran in float64 in batch, float32 streaming)."""
-    del records
     if config.noise == "float64":
         return np.dtype(np.float64)
     return np.dtype(jnp.zeros(()).dtype)
@@ -742,7 +745,7 @@ def _assemble(config, epsilon, released, rows, info, frames, block_frame, lo, hi
 
 
 def _anonymize_planned(key, records, config, epsilon, ids, lo, hi, private, limit, frames, planner):
-    dtype = _compute_dtype(config, records)
+    dtype = _compute_dtype(config)
     prm = _shift_params(config, lo, hi, dtype)
     fr = _Frames(config, epsilon, lo, hi, limit, dtype)
     data64 = records.astype(np.float64)
@@ -798,7 +801,7 @@ def anonymize_streams(keys: jax.Array, streams, config: HVCConfig, *, epsilon: f
     limit = None if config.records_per_subject is not None else (config.target_length or n_rows)
     frames, planner = _plan_all(config, n_rows, None, limit)
     with _precision(config):
-        dtype = _compute_dtype(config, streams[0])
+        dtype = _compute_dtype(config)
         prm = _shift_params(config, lo, hi, dtype)
         fr = _Frames(config, epsilon, lo, hi, limit, dtype)
         data64 = streams.astype(np.float64)
@@ -876,7 +879,7 @@ class StreamAnonymizer:
         self.lo, self.hi, _ = codec.resolve_bounds(bounds)
         self.d = self.lo.shape[0]
         with _precision(config):
-            self.dtype = _compute_dtype(config, np.zeros((0, self.d), np.float32))
+            self.dtype = _compute_dtype(config)
             _check_float_range(self.lo, self.hi, self.dtype, self.epsilon)
             self.prm = _shift_params(config, self.lo, self.hi, self.dtype)
             self.state = codec.init(config, self.d, self.dtype)
