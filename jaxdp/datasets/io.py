@@ -280,9 +280,7 @@ class TableReader:
         pa = _pyarrow()
         try:
             yield from self._record_batches_raw()
-        except (pa.ArrowInvalid, OSError, EOFError) as err:
-            if isinstance(err, pa.ArrowInvalid) and self.fmt == "csv":
-                raise self._csv_error(err) from None
+        except (pa.ArrowInvalid, OSError, EOFError) as err:  # a CSV's parse errors are handled where they arise
             raise self._corrupt(err) from None
 
     def _record_batches_raw(self):
