@@ -34,6 +34,8 @@ class WEventResult(NamedTuple):
       eps2: ε_{i,2} spent by the publication sub-mechanism.
       published: True where noisy counts were released.
       nullified: True where BA forced a null output (budget absorbed earlier).
+      forced: True when the caller's `decisions` overrode the private publish test somewhere (then the run is
+        not private: the decisions may have been computed from the data); None otherwise.
 
     Properties: `epsilon_spent` (``eps1 + eps2`` per timestamp) and `private`.
     """
@@ -43,6 +45,7 @@ class WEventResult(NamedTuple):
     eps2: Float[Array, " T"]
     published: Bool[Array, " T"]
     nullified: Bool[Array, " T"]
+    forced: bool | None = None  # None, not False: an empty pytree node, so the jitted kernels return it unchanged
 
     @property
     def epsilon_spent(self) -> jax.Array:
@@ -51,8 +54,9 @@ class WEventResult(NamedTuple):
 
     @property
     def private(self) -> bool:
-        """True: w-event ε-DP given a secret key used once (jaxdp cannot see where a key came from)."""
-        return True
+        """w-event ε-DP given a secret key used once (jaxdp cannot see where a key came from): False when
+        `decisions` overrode the private publish test (found in review: it was True then too)."""
+        return not self.forced
 
 
 class _State(NamedTuple):
@@ -300,6 +304,7 @@ def run(
     force = np.full(t, -1) if decisions is None else np.asarray(decisions)
     if force.shape != (t,) or not np.isin(force, (-1, 0, 1)).all():
         raise ValueError(f"decisions must be {t} values in {{-1, 0, 1}}.")
+    forced = bool(np.any(force != -1)) or None  # before the public start-up rule below adds its own
     if _check_initial(initial, method) == "publish" and t > 0:
         force = force.copy()
         force[0] = 1
@@ -313,7 +318,7 @@ def run(
             out = _run(key, data, f, eps_k, *args, **kw)
         else:
             out = _run.over_keys(key, data, f, eps_k, *args, **kw)
-    return _released(out, noise)
+    return _released(out, noise)._replace(forced=forced)
 
 
 SHIFT_AUTO_RATIO = 10  # shift="auto": the paper's "d ≫ w" read as d ≥ 10·w

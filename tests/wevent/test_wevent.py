@@ -532,3 +532,16 @@ def test_every_window_spends_at_most_epsilon_exactly_in_rationals(key, noise):
     s = wevent.WEventStream(key, d=30, method="bd", w=7, epsilon=0.3, noise=noise)
     parts = [s.push(c) for c in counts[:20]]
     check(np.concatenate([q.eps1 for q in parts]), np.concatenate([q.eps2 for q in parts]), 7, 0.3)
+
+
+@pytest.mark.parametrize("reps", [None, 3])
+def test_runs_with_caller_decisions_are_flagged_not_private(key, reps):
+    # found in review: `private` was True whatever `decisions` said, though decisions computed from the data
+    # are not private; the public start-up rule (initial="publish") forces timestamp 1 and stays private
+    k = key if reps is None else jax.random.split(key, reps)
+    counts = np.ones((6, 3))
+    assert wevent.run(k, counts, method="bd", w=3, epsilon=1.0).private
+    assert wevent.run(k, counts, method="ba", w=3, epsilon=1.0, initial="publish").private
+    assert wevent.run(k, counts, method="bd", w=3, epsilon=1.0, decisions=[-1] * 6).private
+    forced = wevent.run(k, counts, method="bd", w=3, epsilon=1.0, decisions=[1, -1, -1, -1, -1, -1])
+    assert forced.private is False and forced.forced is True
