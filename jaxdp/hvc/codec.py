@@ -192,8 +192,11 @@ def step_drawn(config: HVCConfig, prm: CodecParams, state: CodecState, block, dr
         released = jnp.clip(released, prm.lo, prm.hi)
     history = jnp.concatenate([released[None], state.history[:-1]], axis=0)
     state = CodecState(history, jnp.minimum(state.valid + 1, config.history).astype(jnp.int32))
+    # a block that spends nothing reports no choice (found in review: its kind came from the quantizer's run at a
+    # placeholder budget, i.e. from the raw block, uncharged)
     info = BlockInfo(
-        mode, qinfo.kind, jnp.where(live, qinfo.t, 0).astype(jnp.int32), pub.eps.astype(block.dtype), perm
+        mode, jnp.where(live, qinfo.kind, 0).astype(qinfo.kind.dtype), jnp.where(live, qinfo.t, 0).astype(jnp.int32),
+        pub.eps.astype(block.dtype), perm,
     )
     return state, released, info
 

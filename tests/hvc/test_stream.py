@@ -592,6 +592,19 @@ def test_frame_mean_layer_splits_each_frames_budget(key):
         jaxdp.HVCConfig(8, 3, frame_mean_share=0.01)
 
 
+def test_blocks_that_spend_nothing_report_no_choice_of_transform(key):
+    # found in review: a block the layer kept off (ε = 0) reported the transform its quantizer picked from the
+    # raw block at a placeholder budget (uncharged): with prune=False, 25 of 6,400 kinds told two data sets apart
+    cfg = jaxdp.HVCConfig(8, 3, records_per_subject=1, prune=False)
+    n_rows, d = 240, 4
+    smooth, checker = np.ones((n_rows, d)), np.indices((n_rows, d)).sum(0) % 2 * 1.0
+    keys = jax.random.split(key, 8)
+    out = [jaxdp.anonymize(keys, z, cfg, epsilon=0.1, bounds=np.ones(d)) for z in (smooth, checker)]
+    for res in out:
+        assert np.all(np.asarray(res.info.epsilon) == 0)  # the layer's public rule keeps every block off here
+        assert np.all(np.asarray(res.info.kind) == 0) and np.all(np.asarray(res.info.t) == 0)
+
+
 @pytest.mark.slow
 def test_frame_mean_layer_beats_the_midpoint_and_the_old_default_at_small_eps(key):
     keys = jax.random.split(key, 4)
