@@ -670,10 +670,12 @@ def _check_float_range(lo, hi, dtype, epsilon=None):
                          f"{float(info.max) * 2.0**-60:.3g}], where {info.dtype} keeps the budgets and noise finite.")
     top = float(info.max)
     width = np.asarray(hi, np.float64) - np.asarray(lo, np.float64)
+    # the message names the limits, not the bounds (found in review: bounds taken from the data were quoted, and
+    # error messages end up in logs)
     if np.any(np.maximum(np.abs(lo), np.abs(hi)) > top / 4) or np.sum(width**2) * 64 > top:
-        raise ValueError(f"the domain is too wide for {np.dtype(dtype).name} arithmetic (bounds near "
-                         f"{np.max(np.maximum(np.abs(lo), np.abs(hi))):.3g}, squared widths summing to "
-                         f'{np.sum(width**2):.3g}): rescale the data, or use noise="float64".')
+        raise ValueError(f"the domain is too wide for {np.dtype(dtype).name} arithmetic (a bound beyond "
+                         f"{top / 4:.3g}, or the columns' squared widths summing beyond {top / 64:.3g}): rescale the "
+                         'data, or use noise="float64".')
 
 
 def anonymize(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bounds, ids=None) -> Result:

@@ -716,3 +716,12 @@ def test_releases_stay_finite_and_inside_the_domain_at_the_float_edges(key):
         assert np.all(r.records >= lo) and np.all(r.records <= hi)
         sa = jaxdp.StreamAnonymizer(key, cfg, epsilon=3.0, bounds=(lo, hi))
         np.testing.assert_array_equal(np.concatenate([sa.push(y).records, sa.flush().records]), r.records)
+
+
+def test_a_domain_too_wide_for_float32_is_refused_without_quoting_its_bounds(key):
+    # found in review: the message quoted the bounds and the sum of squared widths, which recovered a column's
+    # maximum where the bounds came from the data (error messages end up in logs)
+    hi = np.array([1.7346e18 * 1.5, 3.0])
+    with pytest.raises(ValueError, match='noise="float64"') as err:
+        jaxdp.anonymize(key, np.ones((8, 2)), jaxdp.HVCConfig(2, 2), epsilon=1.0, bounds=(np.zeros(2), hi))
+    assert "2.6e+18" not in str(err.value) and "6.77e+36" not in str(err.value)

@@ -395,6 +395,8 @@ CASES = [
     ("seed", None, ["--seed", str(2**70)], "--seed"),
     ("negative data bounds", lambda p: p.write_text("a,b,c\n-1,2,3\n"), ["--bounds", "data"], "non-negative"),
     ("1e300 data bounds", lambda p: p.write_text("a,b,c\n1e300,2,3\n"), ["--bounds", "data"], "float64"),
+    # found in review: squared widths past float32 (nanosecond timestamps) ended in a traceback quoting the data's max
+    ("wide data bounds", lambda p: p.write_text("a,b,c\n1.7346e18,2,3\n"), ["--bounds", "data"], "float64"),
     ("bad bound", None, ["--bounds", "0:10,0:1_0,0:10"], "not a number"),
     ("ids column", None, ["--ids-column", "zz"], "not a column"),
     ("empty id", lambda p: p.write_text("id,a,b\nx,1,2\n,3,4\n"), ["--ids-column", "id", "--bounds", "0:10,0:10"],
