@@ -168,18 +168,20 @@ def key(value: Any, name: str = "key") -> jax.Array:
     return value
 
 
-def counts(counts, *, dtype=None):
+def counts(counts, *, dtype=None, with_max: bool = False):
     """Validate a count stream ``[T, d]``: numeric, finite, non-negative, not empty.
 
     Returns a float64 NumPy array, or with `dtype` the JAX array of that dtype, cast and checked in one
     chunked pass (`jaxdp._host.device_array_range`). A JAX array that already has `dtype` is checked where it
     lives (one reduction) and used as it is: no copy, no trip through host memory. Raises `ValueError` naming the
-    first bad entry.
+    first bad entry. Counts beyond what the dtype holds exactly (2²⁴ in float32, 2⁵³ in float64) are refused,
+    unless `with_max`: then ``(array, its maximum)`` is returned and the caller clamps them (w-event does, so that
+    a stream never stops on a value of the data).
     """
     if isinstance(counts, jax.core.Tracer):
         raise TypeError("counts must be a concrete array (validate before jit/vmap; vmap over keys instead).")
     if dtype is not None and isinstance(counts, jax.Array) and counts.dtype == np.dtype(dtype):
-        return _exact_in(*_device_counts(counts), dtype=dtype)
+        return _exact_in(*_device_counts(counts), dtype=dtype, with_max=with_max)
     try:
         kind = np.asarray(counts).dtype
     except (TypeError, ValueError):  # ragged rows: reported below
@@ -206,10 +208,12 @@ def counts(counts, *, dtype=None):
     if lo < 0:
         t, j = np.argwhere(arr < 0)[0]  # the position, never the value (messages end up in logs)
         raise ValueError(f"counts must be non-negative; a negative count at timestamp {t}, column {j}.")
-    return _exact_in(out, hi, dtype=np.float64 if dtype is None else dtype)
+    return _exact_in(out, hi, dtype=np.float64 if dtype is None else dtype, with_max=with_max)
 
 
-def _exact_in(out, hi, *, dtype):
+def _exact_in(out, hi, *, dtype, with_max=False):
+    if with_max:
+        return out, float(hi)
     float32_exact(hi, dtype, "counts reach")
     if hi > 2**53:  # float64 holds every integer only up to 2**53 (found in review: 2**60 + 383 and + 384 256 apart)
         raise ValueError("counts reach beyond 2**53, where float64 rounds neighbouring counts apart by more than the "

@@ -32,12 +32,14 @@ from jaxdp.wevent.methods import (
     INITIAL,
     METHODS,
     SHIFT_AUTO_RATIO,
+    CountsClampedWarning,
     WEventResult,
     WEventStream,
     check_counts,
+    count_cap,
     run,
 )
 from jaxdp.wevent.metrics import mae, mre, window_sums
 from jaxdp.wevent.partitioned import PartitionedResult, run_partitioned
 
-__all__ = ['INITIAL', 'METHODS', 'PartitionedResult', 'SHIFT_AUTO_RATIO', 'WEventResult', 'WEventStream', 'check_counts', 'load_counts', 'mae', 'mre', 'run', 'run_partitioned', 'synthetic_counts', 'window_sums']
+__all__ = ['CountsClampedWarning', 'INITIAL', 'METHODS', 'PartitionedResult', 'SHIFT_AUTO_RATIO', 'WEventResult', 'WEventStream', 'check_counts', 'count_cap', 'load_counts', 'mae', 'mre', 'run', 'run_partitioned', 'synthetic_counts', 'window_sums']

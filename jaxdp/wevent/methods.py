@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import NamedTuple
 
 import jax
@@ -14,13 +15,49 @@ from jaxdp import _validate, mechanisms, programs
 from jaxdp.mechanisms import exact
 from jaxdp._validate import counts as check_counts  # the eager checks live in _validate
 
-__all__ = ['METHODS', 'INITIAL', 'WEventResult', 'run', 'SHIFT_AUTO_RATIO', 'WEventStream', 'check_counts', 'dissimilarity']
+__all__ = ['METHODS', 'INITIAL', 'CountsClampedWarning', 'WEventResult', 'count_cap', 'run', 'SHIFT_AUTO_RATIO', 'WEventStream', 'check_counts', 'dissimilarity']
 
 
 METHODS = ("uniform", "sample", "bd", "ba")
 
 
 INITIAL = ("zero", "publish")  # what stands before the first publication: o_0 = 0, or publish timestamp 1
+
+
+class CountsClampedWarning(UserWarning):
+    """Counts above the largest value a run's arithmetic holds exactly were clamped to it. The number in the
+    message is read from the raw counts: a curator-only diagnostic, not part of the release."""
+
+
+def count_cap(*, noise: str, method: str, d: int, w: int, epsilon: float, shift: bool = False,
+              dis_sensitivity: float | None = None) -> float:
+    """The public cap counts are clamped to: the largest integer the kernel's float dtype holds with all those below
+    it (2²⁴ in float32, 2⁵³ in float64; above it neighbouring counts round apart by more than the sensitivity), and
+    with ``noise="grid"`` the largest count its grid represents (that of the counts and, for BD/BA, that of the
+    dissimilarity, whose sensitivity is finer). Clamping is 1-Lipschitz, so it keeps every sensitivity."""
+    noise = mechanisms.check_noise(noise)
+    with _arithmetic(noise):
+        cap = 2.0**24 if _validate.float_dtype() == np.float32 else 2.0**53
+    if noise == "grid":
+        cap = min(cap, mechanisms.grid_value_limit(sensitivity=1.0))
+        if method in ("bd", "ba"):
+            dis = _budgets(w, float(epsilon), d, shift)[1] if dis_sensitivity is None else dis_sensitivity
+            cap = min(cap, mechanisms.grid_value_limit(sensitivity=dis))
+    return float(cap)
+
+
+def _clamp_counts(data, hi: float, cap: float, source):
+    """`data` (the caller's counts `source`, cast) with every count above the public `cap` set to it (curator-only
+    warning with how many, counted in `source`: the cast may have rounded some onto the cap): a stream must not
+    stop, nor a run refuse, on a value of the data (found in review: a refusal at 2²⁴ + 1 after earlier releases
+    told neighbours apart)."""
+    if not hi > cap:
+        return data
+    n = int(np.count_nonzero(np.asarray(source, np.float64) > cap))
+    warnings.warn(CountsClampedWarning(
+        f"{n} count(s) were above {cap:,.0f}, the largest this run's arithmetic holds exactly, and were clamped to it "
+        '(curator-only: this number is read from the data; noise="float64" holds counts up to 2**53).'), stacklevel=3)
+    return jnp.minimum(data, jnp.asarray(cap, data.dtype))
 
 
 class WEventResult(NamedTuple):
@@ -34,8 +71,9 @@ class WEventResult(NamedTuple):
       eps2: ε_{i,2} spent by the publication sub-mechanism.
       published: True where noisy counts were released.
       nullified: True where BA forced a null output (budget absorbed earlier).
-      forced: True when the caller's `decisions` overrode the private publish test somewhere (then the run is
-        not private: the decisions may have been computed from the data); None otherwise.
+      forced: True where the caller's `decisions` overrode the private publish test (the run is then not private:
+        the decisions may have been computed from the data); the public start-up rule ``initial="publish"`` is
+        not counted.
 
     Properties: `epsilon_spent` (``eps1 + eps2`` per timestamp) and `private`.
     """
@@ -45,7 +83,7 @@ class WEventResult(NamedTuple):
     eps2: Float[Array, " T"]
     published: Bool[Array, " T"]
     nullified: Bool[Array, " T"]
-    forced: bool | None = None  # None, not False: an empty pytree node, so the jitted kernels return it unchanged
+    forced: Bool[Array, " T"] | None = None  # set outside the jitted kernels (None there: an empty pytree node)
 
     @property
     def epsilon_spent(self) -> jax.Array:
@@ -56,7 +94,7 @@ class WEventResult(NamedTuple):
     def private(self) -> bool:
         """w-event ε-DP given a secret key used once (jaxdp cannot see where a key came from): False when
         `decisions` overrode the private publish test (found in review: it was True then too)."""
-        return not self.forced
+        return not bool(np.any(np.asarray(self.forced)))
 
 
 class _State(NamedTuple):
@@ -291,20 +329,19 @@ def run(
     noise = mechanisms.check_noise(noise)
     with _arithmetic(noise):
         _check_epsilon_range(float(epsilon), int(w))
-        data = check_counts(counts, dtype=_validate.float_dtype())  # checked and cast in one pass
-        hi = float(jnp.max(data)) if noise == "grid" else 0.0
-        _check_grid_range(noise, hi)
+        data, hi = check_counts(counts, dtype=_validate.float_dtype(), with_max=True)  # checked and cast in one pass
     t = data.shape[0]
     shift = _check_shift(shift, method, data.shape[1], int(w))
     _check_grid(noise, method, w, float(epsilon), data.shape[1], shift)
-    if noise == "grid":
-        _check_grid_dissimilarity(noise, method, hi, _budgets(w, float(epsilon), data.shape[1], shift)[1])
+    with _arithmetic(noise):
+        data = _clamp_counts(data, hi, count_cap(noise=noise, method=method, d=data.shape[1], w=int(w),
+                                                 epsilon=float(epsilon), shift=shift), counts)
     if decisions is not None and method in ("uniform", "sample"):
         raise ValueError(f"decisions apply to 'bd' and 'ba' only; {method!r} publishes on a fixed schedule.")
     force = np.full(t, -1) if decisions is None else np.asarray(decisions)
     if force.shape != (t,) or not np.isin(force, (-1, 0, 1)).all():
         raise ValueError(f"decisions must be {t} values in {{-1, 0, 1}}.")
-    forced = bool(np.any(force != -1)) or None  # before the public start-up rule below adds its own
+    forced = force != -1  # the caller's overrides, before the public start-up rule below adds its own
     if _check_initial(initial, method) == "publish" and t > 0:
         force = force.copy()
         force[0] = 1
@@ -318,7 +355,7 @@ def run(
             out = _run(key, data, f, eps_k, *args, **kw)
         else:
             out = _run.over_keys(key, data, f, eps_k, *args, **kw)
-    return _released(out, noise)._replace(forced=forced)
+    return _released(out, noise)._replace(forced=np.broadcast_to(forced, out.published.shape))
 
 
 SHIFT_AUTO_RATIO = 10  # shift="auto": the paper's "d ≫ w" read as d ≥ 10·w
@@ -369,13 +406,6 @@ def _check_initial(initial, method) -> str:
     return initial
 
 
-def _check_grid_range(noise, hi):
-    """noise="grid": refuse counts the exact sampler would clamp (private, but wrong); a publication snaps counts
-    of sensitivity 1, one coordinate moving."""
-    if noise == "grid":
-        mechanisms.check_grid_values(hi, sensitivity=1.0, what="counts")
-
-
 def _check_epsilon_range(eps, w):
     """Refuse an ε whose per-timestamp budgets or their quanta (ε/2³¹ for BD) would overflow or fall below the
     normal range of the kernel's float dtype (ε = 1e39 is inf in float32, ε = 1e-38 / w is 0)."""
@@ -401,14 +431,6 @@ def _check_grid(noise, method, w, eps, d, shift=False):
         # the largest publication budget (BA: all of P; BD: half of it) must keep b/γ ≥ 1, else the sampler
         # raises the ratio to 1: more noise than the ledger says (found in review)
         mechanisms.check_grid_ratio(epsilon=per_window if method == "ba" else per_window / 2, sensitivity=1.0)
-
-
-def _check_grid_dissimilarity(noise, method, hi, dis_sensitivity):
-    """noise="grid", BD/BA: the dissimilarity (a mean of |counts − last release|, up to about the largest
-    count) is snapped to the grid of its sensitivity 1/d, finer than the counts': refuse counts it would clamp
-    there (found in review: 30,000 at d = 100 was snapped to 16,384 and every publication was missed)."""
-    if noise == "grid" and method in ("bd", "ba"):
-        mechanisms.check_grid_values(hi, sensitivity=dis_sensitivity, what="counts (in the dissimilarity)")
 
 
 def _init(d, w, phase=0, dtype=None):
@@ -448,6 +470,7 @@ class WEventStream:
         shift = _check_shift(shift, method, self.d, self.w)
         _check_grid(self.noise, method, self.w, float(epsilon), self.d, shift)
         self.key, self.method, self.eps, self.shift = key, method, float(epsilon), shift
+        self.cap = count_cap(noise=self.noise, method=method, d=self.d, w=self.w, epsilon=self.eps, shift=shift)
         self.initial = _check_initial(initial, method)
         self.start = _check_start(start, 1)
         with _arithmetic(self.noise):  # noise="float64" or "grid": the state's last release in float64 too
@@ -461,12 +484,10 @@ class WEventStream:
         if np.ndim(counts) != 1:
             raise ValueError(f"push takes one timestamp's {self.d} counts (a 1-D array), got shape {np.shape(counts)}.")
         with _arithmetic(self.noise):  # checked and cast as `run` does (1e300 into float32 is refused)
-            c = check_counts(np.asarray(counts).reshape(1, -1), dtype=self.dtype)[0]
-            if c.shape[0] != self.d:
-                raise ValueError(f"expected {self.d} counts, got {c.shape[0]}.")
-            hi = float(jnp.max(c)) if self.noise == "grid" else 0.0
-            _check_grid_range(self.noise, hi)
-            _check_grid_dissimilarity(self.noise, self.method, hi, _budgets(self.w, self.eps, self.d, self.shift)[1])
+            c, hi = check_counts(np.asarray(counts).reshape(1, -1), dtype=self.dtype, with_max=True)
+            if c.shape[1] != self.d:
+                raise ValueError(f"expected {self.d} counts, got {c.shape[1]}.")
+            c = _clamp_counts(c, hi, self.cap, counts)[0]
         if self.i >= 2**32:
             raise ValueError("timestamp 2**32 reached: keys are indexed by uint32; start a new stream with a new key.")
         force = 1 if (self.initial == "publish" and self.i == self.start - 1) else -1
@@ -478,6 +499,7 @@ class WEventStream:
                 method=self.method, w=self.w, d=self.d,
                 shift=self.shift, noise=mechanisms.kernel_noise(self.noise),
             )  # fmt: skip
-        return _released(WEventResult(*(np.asarray(v)[None] for v in (o, e1, e2, pub, nul))), self.noise)
+        out = WEventResult(*(np.asarray(v)[None] for v in (o, e1, e2, pub, nul)), forced=np.zeros(1, bool))
+        return _released(out, self.noise)
 
 

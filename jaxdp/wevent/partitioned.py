@@ -16,8 +16,7 @@ from jaxdp.wevent.methods import (
     _above,
     _arithmetic,
     _check_epsilon_range,
-    _check_grid_dissimilarity,
-    _check_grid_range,
+    _clamp_counts,
     _down,
     _eps_down,
     _ledger_down,
@@ -25,6 +24,7 @@ from jaxdp.wevent.methods import (
     _min_publication_budget,
     _quanta,
     check_counts,
+    count_cap,
 )
 
 __all__ = ['PartitionedResult', 'run_partitioned']
@@ -162,13 +162,12 @@ def run_partitioned(key: jax.Array, counts, *, method: str, w: int, epsilon: flo
     noise = mechanisms.check_noise(noise)
     with _arithmetic(noise):  # float64 for "grid": the groups' dissimilarity sums without float32 rounding
         _check_epsilon_range(float(epsilon), int(w))
-        data = check_counts(counts, dtype=_validate.float_dtype())  # checked and cast in one pass
-        hi = float(jnp.max(data)) if noise == "grid" else 0.0
-        _check_grid_range(noise, hi)
+        data, hi = check_counts(counts, dtype=_validate.float_dtype(), with_max=True)  # checked and cast in one pass
     g = _validate.size("groups", groups)
     if g > data.shape[1]:
         raise ValueError(f"groups = {g} exceeds the number of columns d = {data.shape[1]}.")
     p = None if regroup_every is None else _validate.size("regroup_every", regroup_every)
+    dis = None
     if noise == "grid":
         # every group's dissimilarity has sensitivity 1/size: check each size (the ratio is not monotone in it)
         sizes = np.unique(np.asarray(_group_sizes(data.shape[1], g)))
@@ -176,8 +175,10 @@ def run_partitioned(key: jax.Array, counts, *, method: str, w: int, epsilon: flo
         # the largest publication budget (BA: P = ε/2, BD: half of it) with b/γ ≥ 1; counts the groups'
         # dissimilarity grid holds (the finest: the largest group), as `run` checks
         mechanisms.check_grid_ratio(epsilon=float(epsilon) / 2 / (1 if method == "ba" else 2), sensitivity=1.0)
-        _check_grid_dissimilarity(noise, method, hi, 1.0 / float(sizes.max()))
+        dis = 1.0 / float(sizes.max())  # the finest dissimilarity grid: that of the largest group
     with _arithmetic(noise):
+        data = _clamp_counts(data, hi, count_cap(noise=noise, method=method, d=data.shape[1], w=w, epsilon=float(epsilon),
+                                                 dis_sensitivity=dis), counts)
         kw = dict(method=method, w=int(w), g=g, regroup_every=p, noise=mechanisms.kernel_noise(noise))
         eps_k = _eps_down(float(epsilon), data.dtype)
         if key.shape == ():
