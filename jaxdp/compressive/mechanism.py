@@ -51,6 +51,13 @@ class CompressiveConfig:
         # the call)
         for name in ("c2", "c4", "c_k", "l1_sensitivity"):
             _validate.positive_scalar(name, getattr(self, name))
+        # found in review: c5 = nan passed the check at the call (nan < need is False) and fixed S = 1 silently
+        for name in ("c5", "select_fraction"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating))):
+                raise TypeError(f"{name} must be a number, got {v!r}.")
+        if self.c5 is not None and not (math.isfinite(self.c5) and self.c5 > 0):
+            raise ValueError(f"c5 must be a finite number > 0 (or None: the exact constant), got {self.c5!r}.")
         if not 0 < self.select_fraction < 1:
             raise ValueError(f"select_fraction must lie in (0, 1), got {self.select_fraction}.")
         _validate.size("iterations", self.iterations)

@@ -160,15 +160,23 @@ def _recover(phi, y, s, psi_x, psi_t, iterations, refit):
     x = jax.lax.fori_loop(0, iterations, niht, x0)
     mask = x != 0
 
+    # CG stops where its residual is at round-off level (relative to ‖Aᵀy‖²) or the curvature pᵀAᵀAp is not
+    # positive: found in review, past convergence on a rank-deficient support (more kept coefficients than
+    # independent samples, e.g. S = k) the step rr/pᵀAᵀAp divided round-off by round-off and the release blew up
+    # to ±1e37, inf or NaN
+    tol = (64 * jnp.finfo(dtype).eps) ** 2 * jnp.sum(at(y) ** 2)
+
     def cg(_, st):  # least squares on the support: (A_Tᵀ A_T) z = A_Tᵀ y
         z, r, p, rr = st
         ap = jnp.where(mask, at(a(p)), 0.0)
-        alpha = rr / jnp.maximum(jnp.sum(p * ap), jnp.finfo(dtype).tiny)
+        pap = jnp.sum(p * ap)
+        go = (rr > tol) & (pap > 0)
+        alpha = jnp.where(go, rr / jnp.where(go, pap, 1.0), 0.0)
         z = z + alpha * p
         r = r - alpha * ap
         rr_new = jnp.sum(r * r)
-        p = r + (rr_new / jnp.maximum(rr, jnp.finfo(dtype).tiny)) * p
-        return z, r, p, rr_new
+        p = jnp.where(go, r + (rr_new / jnp.maximum(rr, jnp.finfo(dtype).tiny)) * p, p)
+        return z, r, p, jnp.where(go, rr_new, rr)
 
     r0 = jnp.where(mask, at(y - a(x)), 0.0)
     z, *_ = jax.lax.fori_loop(0, refit, cg, (x, r0, r0, jnp.sum(r0 * r0)))

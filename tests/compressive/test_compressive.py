@@ -492,3 +492,27 @@ def test_c5_below_the_exact_constant_is_refused_without_tolerance(key):
     need = C.min_c5("dct", 64)
     with pytest.raises(ValueError, match="below the true sensitivity"):
         C.compressive(key, np.ones(64), epsilon=1.0, config=C.CompressiveConfig(basis="dct", c5=need * (1 - 1e-12)))
+
+
+def test_recovery_stays_finite_on_a_rank_deficient_support(key):
+    """Found in review: with more kept coefficients than independent samples (S = k = n, or S = 16, k = 8 at
+    n = 64) the final least-squares refit ran past convergence and divided round-off by round-off: 15–42 of 50
+    releases were ±1e37, inf or NaN. It now stops at round-off level; the release is post-processing either way."""
+    phi = 0.5 * np.array([[1, 1, 1, -1], [1, 1, -1, 1], [-1, -1, 1, 1], [1, 1, 1, 1]], np.float32)  # two equal columns
+    y = phi @ np.array([0.0, 1.0, 2.0, 3.0], np.float32) + np.array([0.7, -1.3, 0.2, 2.1], np.float32)
+    z = np.asarray(C.recover(phi, y, basis="dct", sparsity=4, iterations=100, refit=30))
+    assert np.all(np.isfinite(z)) and np.abs(z).max() < 100
+    keys = jax.random.split(key, 50)
+    d = C.synthetic_compressible(0, n=64, scale=100.0)
+    rel = np.asarray(C.compressive(keys, d, epsilon=1.0, sparsity=16, k=8).release)
+    assert np.all(np.isfinite(rel)) and np.abs(rel).max() < 1e4
+
+
+def test_config_constants_must_be_finite_numbers():
+    # found in review: c5=nan passed (nan < need is False) and silently fixed S = 1; strings raised bare TypeErrors
+    for bad in ({"c5": float("nan")}, {"c5": -1.0}, {"c5": float("inf")}):
+        with pytest.raises(ValueError, match="c5"):
+            C.CompressiveConfig(**bad)
+    for bad in ({"c5": "9"}, {"select_fraction": "0.5"}):
+        with pytest.raises(TypeError, match=next(iter(bad))):
+            C.CompressiveConfig(**bad)
