@@ -184,8 +184,12 @@ def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig 
         raise ValueError(f"key must be one typed key or a 1-D key array [R], got shape {key.shape}.")
     _validate.positive_scalar("epsilon", epsilon)
     noise = mechanisms.check_noise(noise)
+    v = _check_vector(d)
+    if isinstance(config, CompressiveConfig):  # (another type is refused below, with its own message)
+        # the samples ΦD round in proportion to ‖D‖₁ (`_validate.ROUNDED_TOTAL_LIMIT`; found in review: they moved
+        # by 10.17 against √k = 10 near ‖D‖₁ = 2⁵³)
+        _validate.rounded_total(float(np.sum(np.abs(v))) / float(config.l1_sensitivity), "d's L1 norm over Δ")
     if noise == "grid":
-        v = _check_vector(d)
         _check_grid_every_k(v.size, float(epsilon), config, sparsity, k, float(np.sum(np.abs(v))))
     with mechanisms.precision(noise):
         if key.ndim == 1:

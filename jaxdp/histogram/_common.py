@@ -80,11 +80,13 @@ def _arithmetic(noise):
         yield out
 
 
-def _prepare(key, hist, epsilon, noise="float"):
+def _prepare(key, hist, epsilon, noise="float", fourier=False):
     _validate.key(key)
     _validate.positive_scalar("epsilon", epsilon)
     noise = mechanisms.check_noise(noise)
     h = check_histogram(hist)
+    if fourier:  # the DFT coordinates round in proportion to Σh (`_validate.ROUNDED_TOTAL_LIMIT`)
+        _validate.rounded_total(float(h.sum()), "hist's counts sum")
     _check_epsilon_range(float(epsilon), h.size, noise)
     return jnp.asarray(h, np.float64), noise
 

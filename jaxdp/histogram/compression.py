@@ -144,7 +144,7 @@ def fpa(
     """
     accounting = _validate.option("accounting", accounting, ACCOUNTINGS)
     with _arithmetic(noise) as dtype:
-        h, noise = _prepare(key, hist, epsilon, noise)
+        h, noise = _prepare(key, hist, epsilon, noise, fourier=True)
         k = _validate.size("k", k)
         if k > h.shape[0]:
             raise ValueError(f"k = {k} exceeds the number of bins n = {h.shape[0]}; choose 1 <= k <= n.")
@@ -241,7 +241,7 @@ def spa(
     penalty = _validate.option("penalty", penalty, PENALTIES)
     accounting = _validate.option("accounting", accounting, ACCOUNTINGS)
     with _arithmetic(noise) as dtype:
-        h, noise = _prepare(key, hist, epsilon, noise)
+        h, noise = _prepare(key, hist, epsilon, noise, fourier=True)
         if noise == "grid":
             raise ValueError('spa has no exact sampler for its K-norm noise: use noise="float" or "float64", '
                              'or efpa/fpa/lpa/php with noise="grid".')
@@ -326,7 +326,7 @@ def efpa(
     penalty = _validate.option("penalty", penalty, PENALTIES)
     accounting = _validate.option("accounting", accounting, ACCOUNTINGS)
     with _arithmetic(noise) as dtype:
-        h, noise = _prepare(key, hist, epsilon, noise)
+        h, noise = _prepare(key, hist, epsilon, noise, fourier=True)
         l1 = _tables(h.shape[0], accounting, 1)
         n = h.shape[0]  # every z = rdft_size(n, k) a choice of k can retain (the noise uses l1[z])
         zs = np.unique(np.minimum(2 * np.arange(1, n // 2 + 2) - 1, n))

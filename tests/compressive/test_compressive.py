@@ -516,3 +516,14 @@ def test_config_constants_must_be_finite_numbers():
     for bad in ({"c5": "9"}, {"select_fraction": "0.5"}):
         with pytest.raises(TypeError, match=next(iter(bad))):
             C.CompressiveConfig(**bad)
+
+
+def test_vectors_whose_samples_round_past_the_sensitivity_are_refused(key):
+    # found in review: the samples ΦD (entries ±1/√k) moved by 10.17 against √k = 10 near ‖D‖₁ = 2**53
+    d = np.zeros(16)
+    d[3] = 2.0**41
+    with pytest.raises(ValueError, match=r"2\*\*40"):
+        C.compressive(key, d, epsilon=1.0, sparsity=2)
+    # in units of the sensitivity: with Δ = 4 the same vector is within the limit
+    assert np.isfinite(np.asarray(C.compressive(key, d, epsilon=1.0, sparsity=2,
+                                                config=C.CompressiveConfig(l1_sensitivity=4.0)).release)).all()
