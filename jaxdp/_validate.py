@@ -294,6 +294,24 @@ def rounded_total(total: float, what: str) -> None:
                          "a measurable part of the sensitivity: scale or split the data.")
 
 
+def noise_fits(scale: float, dtype, what: str) -> None:
+    """Refuse a noise scale (public: ε, Δ and sizes) whose draws, up to ≈ 2¹² times the scale, would overflow the
+    release dtype (found in review: `laplace_identity` at ε = 1e-40 released inf in float32)."""
+    top = float(np.finfo(dtype).max)
+    if not scale * 2.0**12 <= top:
+        raise ValueError(f"epsilon is too small for {what}: its noise scale {scale:.3g} would overflow "
+                         f"{np.dtype(dtype).name} (up to {top * 2.0**-12:.3g}); raise epsilon or use noise=\"float64\".")
+
+
+def one_key(value, what: str):
+    """`value` checked as one typed key (a key array is refused with the fix)."""
+    key(value)
+    if value.ndim != 0:
+        raise ValueError(f"{what} takes one typed key, got a key array of shape {value.shape}: call it once per key "
+                         "(or jax.vmap over the keys).")
+    return value
+
+
 def fprime(o, fp, values=None) -> None:
     """Raise if no F′-private bucketization exists (Lemma 3.7: needs f′_i ≥ f_i), naming the value."""
     o = np.asarray(o, np.int64)

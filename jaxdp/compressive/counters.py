@@ -59,13 +59,13 @@ def tree_counter(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: floa
 
 def _float64_sums(key, stream, epsilon, l1_sensitivity, horizon, noise):
     """Validate; the tree counter's float64 prefix sums and the release dtype of `noise`."""
-    _validate.key(key)
+    _validate.one_key(key, "tree_counter")
     _validate.positive_scalar("epsilon", epsilon)
     _validate.positive_scalar("l1_sensitivity", l1_sensitivity)
     noise = _tree_noise(noise)
     with mechanisms.precision(noise):
         out = np.dtype(_validate.float_dtype())
-    return _tree_counter(key, stream, epsilon, l1_sensitivity, horizon), out
+    return _tree_counter(key, stream, epsilon, l1_sensitivity, horizon, out), out
 
 
 def _tree_noise(noise):
@@ -76,7 +76,14 @@ def _tree_noise(noise):
     return noise
 
 
-def _tree_counter(key, stream, epsilon, l1_sensitivity, horizon):
+def _check_tree_noise(epsilon, sensitivity, horizon, out):
+    """An output sums up to L + 1 registers of scale (L + 1)·Δ/ε: refuse an ε whose noise would overflow `out`
+    (found in review: ε = 1e-300 released ±inf)."""
+    levels = _tree_levels(horizon) + 1
+    _validate.noise_fits(levels * levels * float(sensitivity) / float(epsilon), out, "the tree counter")
+
+
+def _tree_counter(key, stream, epsilon, l1_sensitivity, horizon, out):
     x = np.asarray(stream, dtype=np.float64)
     if x.ndim not in (1, 2) or x.shape[0] == 0:
         raise ValueError(f"stream must have shape [T] or [T, k] with T >= 1, got {x.shape}.")
@@ -88,6 +95,7 @@ def _tree_counter(key, stream, epsilon, l1_sensitivity, horizon):
     horizon = x.shape[0] if horizon is None else _validate.size("horizon", horizon)
     if horizon < x.shape[0]:
         raise ValueError(f"horizon {horizon} is shorter than the stream ({x.shape[0]}).")
+    _check_tree_noise(epsilon, l1_sensitivity, horizon, out)
     # The registers are partial sums of the inputs, in float64 whatever the release dtype (in float32, sums past
     # 2²⁴ rounded neighbours 1 apart by 4–16, past the sensitivity): the caller casts the float64 release.
     with jax.enable_x64(True):
@@ -143,7 +151,7 @@ class TreeCounter:
 
     def __init__(self, key: jax.Array, *, epsilon: float, horizon: int, k: int = 1, l1_sensitivity: float = 1.0,
                  noise: str = "float"):
-        _validate.key(key)
+        _validate.one_key(key, "TreeCounter")
         self._noise = _tree_noise(noise)
         _validate.positive_scalar("epsilon", epsilon)
         _validate.positive_scalar("l1_sensitivity", l1_sensitivity)
@@ -152,6 +160,7 @@ class TreeCounter:
         self._levels = _tree_levels(self._horizon)
         with mechanisms.precision(self._noise):
             self._out = np.dtype(_validate.float_dtype())  # the release dtype; the registers are float64
+        _check_tree_noise(epsilon, l1_sensitivity, self._horizon, self._out)
         self._keys = jax.random.split(key, self._horizon)
         with jax.enable_x64(True):
             self._scale = _register_budget(epsilon, l1_sensitivity, self._horizon, np.float64)

@@ -356,9 +356,15 @@ def laplace_identity(key: jax.Array, d, *, epsilon: float, l1_sensitivity: float
     if noise == "grid":  # neighbours at L1 distance Δ may differ in every coordinate
         mechanisms.check_grid_ratio(epsilon=epsilon, sensitivity=l1_sensitivity, coordinates=raw.size)
         mechanisms.check_grid_values(float(np.max(np.abs(raw))), sensitivity=l1_sensitivity, coordinates=raw.size)
+    _validate.noise_fits(float(l1_sensitivity) / float(epsilon), out, "laplace_identity")
+    if key.ndim > 1:
+        raise ValueError(f"key must be one typed key or a 1-D key array [R], got shape {key.shape}.")
     with jax.enable_x64(True):
         v = jnp.asarray(raw, np.float64)
-        return _laplace_identity_jit(key, v, float(epsilon), float(l1_sensitivity), mechanisms.kernel_noise(noise)).astype(out)
+        args = (v, float(epsilon), float(l1_sensitivity), mechanisms.kernel_noise(noise))
+        if key.ndim == 1:  # R releases [R, n], each with its own key (found in review: a key array crashed in JAX)
+            return jax.vmap(lambda k: _laplace_identity_jit(k, *args))(key).astype(out)
+        return _laplace_identity_jit(key, *args).astype(out)
 
 
 @functools.partial(jax.jit, static_argnums=(4,))

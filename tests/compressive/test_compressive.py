@@ -527,3 +527,22 @@ def test_vectors_whose_samples_round_past_the_sensitivity_are_refused(key):
     # in units of the sensitivity: with Δ = 4 the same vector is within the limit
     assert np.isfinite(np.asarray(C.compressive(key, d, epsilon=1.0, sparsity=2,
                                                 config=C.CompressiveConfig(l1_sensitivity=4.0)).release)).all()
+
+
+def test_baselines_refuse_an_epsilon_whose_noise_overflows_and_take_key_arrays_or_say_why(key):
+    # found in review: laplace_identity at ε = 1e-40 released inf (float32), tree_counter at 1e-300 ±inf; a key
+    # array crashed inside JAX ("bits accepts a single key")
+    with pytest.raises(ValueError, match="too small"):
+        C.laplace_identity(key, [1.0, 2.0], epsilon=1e-40)
+    with pytest.raises(ValueError, match="too small"):
+        C.tree_counter(key, [1.0, 2.0, 3.0], epsilon=1e-300)
+    with pytest.raises(ValueError, match="too small"):
+        C.TreeCounter(key, epsilon=1e-300, horizon=4)
+    keys = jax.random.split(key, 3)
+    many = np.asarray(C.laplace_identity(keys, [1.0, 2.0], epsilon=1.0))
+    assert many.shape == (3, 2)
+    np.testing.assert_array_equal(many[1], np.asarray(C.laplace_identity(keys[1], [1.0, 2.0], epsilon=1.0)))
+    with pytest.raises(ValueError, match="one typed key"):
+        C.tree_counter(keys, [1.0, 2.0], epsilon=1.0)
+    with pytest.raises(ValueError, match="one typed key"):
+        C.TreeCounter(keys, epsilon=1.0, horizon=4)
