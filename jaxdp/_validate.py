@@ -273,7 +273,7 @@ def histogram(hist, *, integer: bool = True) -> np.ndarray:
         raise ValueError(f"hist has a negative count at bin {i}; counts must be >= 0.")
     if integer and (h != np.round(h)).any():
         i = int(np.argmax(h != np.round(h)))
-        raise ValueError(f"hist has a non-integer count at bin {i}; pass integer counts (or integer=False).")
+        raise ValueError(f"hist has a non-integer count at bin {i}; pass integer counts (round or scale them).")
     if h.sum() > 2**53:  # float64 holds every integer (and these sums) only up to 2**53
         raise ValueError("hist's counts sum beyond 2**53, where float64 rounds neighbouring histograms apart by more "
                          "than the sensitivity: scale or split them.")

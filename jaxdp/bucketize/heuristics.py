@@ -107,20 +107,30 @@ def _first_linear(a, b, lo, hi):
     return np.maximum(lo, np.minimum(j_star, hi + 1))
 
 
-def _first_valid(o, fp, s1, s2, b10, b20, d1, d2, kprime, weight):
+def _fc_limits(o, fp, weight, m_min, m_max):
+    """`_fc_limit` for every bucket size S in [M, M′] (row S − M) with ``c_i = ⌊f′_i·S⌋``, and those c
+    ``[S, m]``: FC(S) depends on the size alone, not on the pair it is part of, so a search over ≈ M′²/2 size
+    pairs needs it for M′ − M + 1 sizes."""
+    sizes = np.arange(m_min, m_max + 1, dtype=np.int64)
+    c = _floor(fp[None, :] * sizes[:, None])
+    return _fc_limit(o, weight, c, sizes), c
+
+
+def _first_valid(s1, s2, b10, b20, d1, d2, kprime, o, fc):
     """Theorem 5.30 for P size pairs at once: the first valid pair of each Γ′ (j ∈ [0, k′]); the paper's
     binary searches (FC(S1) monotone, FC(S2) anti-monotone, PC(x_i) valid on a prefix ∪ a suffix) replaced
     by their closed forms (exact integer arithmetic; the sequential searches are the tests' reference).
-    Arrays ``[P]``; values along a second axis ``[P, m]``: the distinct (o_i, f′_i) pairs, `weight` times
-    each (values with the same count and f′ have the same conditions). Returns (found, j)."""
-    c1 = _floor(fp[None, :] * s1[:, None])
-    c2 = _floor(fp[None, :] * s2[:, None])
+    Arrays ``[P]``; values along a second axis ``[P, m]``: the distinct (o_i, f′_i) pairs (values with the same
+    count and f′ have the same conditions). `fc`: (M, FC limits ``[S]`` and c ``[S, m]`` per bucket size from M
+    on, `_fc_limits`). Returns (found, j)."""
+    m_min, limits, c = fc
+    c1, c2 = c[s1 - m_min], c[s2 - m_min]
     # FC(S1) holds where b1(j) = b1⁰ − jΔ1 ≤ x1 (the first such j), FC(S2) where b2(j) = b2⁰ + jΔ2 ≤ x2 (up to
     # the last such j): closed forms from `_fc_limit`, clipped to [0, k′ + 1] (k′ + 1: none in range)
-    lo = np.clip(-((_fc_limit(o, weight, c1, s1) - b10) // d1), 0, kprime + 1)
+    lo = np.clip(-((limits[s1 - m_min] - b10) // d1), 0, kprime + 1)
     found, j = np.zeros(s1.shape, bool), lo
     r = np.flatnonzero(lo <= kprime)  # FC(S2) only where FC(S1) leaves some j; PC where both do
-    hi = np.clip((_fc_limit(o, weight, c2[r], s2[r]) - b20[r]) // d2[r] + 1, 0, kprime[r] + 1) - 1
+    hi = np.clip((limits[s2[r] - m_min] - b20[r]) // d2[r] + 1, 0, kprime[r] + 1) - 1
     r, hi = r[lo[r] <= hi], hi[lo[r] <= hi]
     if r.size:
         found[r], j[r] = _first_pc(o, c1[r], c2[r], b10[r], b20[r], d1[r], d2[r], kprime[r], lo[r], hi)
@@ -134,14 +144,15 @@ def _first_pc(o, c1, c2, b10, b20, d1, d2, kprime, lo, hi):
     # arithmetic): `_first_linear` = the smallest j in [lo, hi] with a + j·b ≥ 0, hi + 1 if none.
     zeros = np.zeros(c1.shape, np.int64)
     tops = np.broadcast_to(col(kprime), c1.shape)
-    a_end = _first_linear(o - c1 * col(b10) - 1, c1 * col(d1), zeros, tops)  # c1 b1 ≥ o holds on [0, a_end)
-    b_start = _first_linear(c2 * col(b20) - o, c2 * col(d2), zeros, tops)  # c2 b2 ≥ o holds on [b_start, k′]
+    # c1 b1 ≥ o holds on [0, a_end), c2 b2 ≥ o on [b_start, k′] (one batched call for both)
+    a_end, b_start = _first_linear(np.stack([o - c1 * col(b10) - 1, c2 * col(b20) - o]),
+                                   np.stack([c1 * col(d1), c2 * col(d2)]), zeros, tops)
     eq15_a = c1 * col(b10) + c2 * col(b20) - o  # Eq. (15): c1 b1 + c2 b2 − o = eq15_a + j·eq15_b ≥ 0
     eq15_b = c2 * col(d2) - c1 * col(d1)
     mono = eq15_b >= 0  # Eq. (16): PC monotone in the middle part
     mid_hi = np.maximum(b_start - 1, a_end - 1)
-    first_hold = _first_linear(eq15_a, eq15_b, a_end, mid_hi)  # used where monotone
-    first_fail = _first_linear(-eq15_a - 1, -eq15_b, a_end, mid_hi)  # used where anti-monotone (eq15 fails)
+    # the first j where Eq. (15) holds (used where monotone) and where it fails (where anti-monotone)
+    first_hold, first_fail = _first_linear(np.stack([eq15_a, -eq15_a - 1]), np.stack([eq15_b, -eq15_b]), a_end, mid_hi)
     # forbidden interval per value: [f_lo, f_hi) (empty when f_lo >= f_hi); jump past them to a fixed point
     f_lo = np.where(mono, a_end, first_fail)
     f_hi = np.where(mono, np.minimum(first_hold, b_start), b_start)
@@ -207,12 +218,15 @@ def _two_size_search(o, fp, m_min, m_max, below=None):
             return None
     step = d2 * (s2 - 1) ** 2 - d1 * (s1 - 1) ** 2  # > 0: the loss grows by `step` per j
     # values with the same count and f′ share every condition: search over the distinct pairs, weighted
-    distinct, weight = np.unique(np.stack([o.astype(np.float64), fp], 1), axis=0, return_counts=True)
-    o_u, fp_u = distinct[:, 0].astype(np.int64), distinct[:, 1]
+    order = np.lexsort((fp, o))  # (what np.unique(axis=0) finds, without its structured-array detour)
+    o_s, fp_s = o[order], fp[order]
+    starts = np.flatnonzero(np.r_[True, (np.diff(o_s) != 0) | (np.diff(fp_s) != 0)])
+    o_u, fp_u, weight = o_s[starts], fp_s[starts], np.diff(np.r_[starts, o.size])
+    fc = (m_min, *_fc_limits(o_u, fp_u, weight, m_min, m_max))  # FC per bucket size, shared by both batches
 
     def search(sel, bound):  # each pair over the prefix of Γ whose loss can be ≤ bound
         kprime = k[sel] if bound == big else np.minimum(k[sel], (bound - loss0[sel]) // step[sel])
-        found, j = _first_valid(o_u, fp_u, s1[sel], s2[sel], b10[sel], b20[sel], d1[sel], d2[sel], kprime, weight)
+        found, j = _first_valid(s1[sel], s2[sel], b10[sel], b20[sel], d1[sel], d2[sel], kprime, o_u, fc)
         return np.where(found, loss0[sel] + j * step[sel], big), j
 
     # loss-based pruning (Lemma 5.25), batched: search the pairs of smallest lower bound first; then only

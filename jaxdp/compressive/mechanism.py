@@ -147,9 +147,9 @@ class CompressiveResult(NamedTuple):
     spends R·ε) and `private` (True: ε-DP given a secret key used once; jaxdp cannot see where a key
     came from). S and k are releasable: derived from private outputs or public settings."""
 
-    release: jax.Array
-    sparsity: int
-    k: int
+    release: Float[Array, "*R n"]  # a JAX array, whether one key or a key array was given
+    sparsity: int | np.ndarray  # int for one key, int64 ``[R]`` for a key array (likewise k)
+    k: int | np.ndarray
     epsilon_spent: float
     private: bool
 
@@ -405,4 +405,5 @@ def _compressive_many(keys, d, epsilon, config, sparsity, k_given, noise):
                                                  config.refit))
         out[idx] = np.asarray(run(phi, y_star))
         ks[idx] = k
-    return CompressiveResult(out, s_all.astype(np.int64), ks, float(epsilon), True)
+    # the release a JAX array as for one key (found in review: a NumPy array here, a JAX array there)
+    return CompressiveResult(jnp.asarray(out), s_all.astype(np.int64), ks, float(epsilon), True)

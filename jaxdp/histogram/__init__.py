@@ -6,12 +6,16 @@ and a key array ``[R]`` gives R independent releases as one vmapped program:
 
 * ``lpa``  — Laplace per bin, ``Lap(1/ε)`` (the paper's Theorem 1 with Δ₁ = 1).
 * ``fpa``  — Rastogi & Nath's Fourier perturbation with a fixed number ``k`` of retained coefficients,
-  ``Lap(√k/ε)`` on each (the paper's Theorem 3), inverse transform of the zero-padded vector.
+  ``Lap(Δ₁(k)/ε)`` on each, inverse transform of the zero-padded vector. Δ₁(k) is the exact L1 sensitivity
+  of the first k orthonormal coordinates (`dft_sensitivity`, ≈ 0.9·k/√n; the default ``accounting="exact"``)
+  or the paper's √k (Theorem 3; ``accounting="paper"``).
 * ``spa``  — Rastogi & Nath's sampling perturbation (the paper's Algorithm 1): ``k`` drawn by the
-  exponential mechanism with ``U(H, k)`` (Eq. 1), noise from the density ∝ ``exp(−ε‖F̂ − F‖₂)`` drawn
-  as a Gaussian scale mixture (``g ~ Gamma((k+1)/2, rate ε²/2)``, then ``N(0, g)``).
+  exponential mechanism with ``U(H, k)`` (Eq. 1) at ε/2, noise with density ∝ ``exp(−(ε/2)‖z‖₂/Δ₂(k))`` drawn
+  as a Gaussian scale mixture (Δ₂ exact by default, 1 with ``accounting="paper"``).
 * ``efpa`` — the paper's Algorithm 2: real DFT, ``k`` drawn with ``u(H, k)`` (Eq. 3) at ε/2,
-  ``Lap(2√z/ε)`` on the z retained real coordinates, inverse real DFT.
+  ``Lap(2Δ₁(z)/ε)`` on the z retained real coordinates (2√z/ε with ``accounting="paper"``), inverse real DFT.
+  The penalty term of u is ``penalty="consistent"`` by default (the error bound of the noise actually added)
+  or the paper's printed one (``penalty="paper"``).
 * ``php``  — P-HPartition (Algorithm 4): private hierarchical bisection with the exponential
   mechanism, then ReleaseHistogram (Algorithm 3) of the chosen clustering at ε/2.
 
@@ -28,8 +32,9 @@ Where this implementation is more careful than the paper (each has a test):
   last k of an even n). The paper writes ``z = 2k + 1``; ``√z`` is the L1 sensitivity of z
   orthonormal coordinates, so the smaller z is still exact, not an approximation.
 * SPA splits ε evenly between the choice of k and the noise (the paper's Algorithm 1 uses ε in both
-  steps without saying how they compose) and keeps U's perturbation term ``k√n/ε`` as printed — it
-  is the over-estimate the paper criticises.
+  steps without saying how they compose). U's perturbation term as printed, ``k√n/ε``, is written for the
+  unnormalized DFT and overstates the noise of orthonormal coordinates ≥ √n-fold (SPA then keeps k ≈ 1):
+  the default ``penalty="consistent"`` uses ``k·Δ₂(k)/ε``; ``penalty="paper"`` keeps the printed term.
 * P-HP uses one depth limit ``d = ⌈log₂ n⌉`` both for stopping and for dividing the bisection budget
   (the text says ``⌊log₂ n⌋`` in one place; a mismatch would overspend). The FIFO queue of the
   algorithm is executed level by level: every partition's choice depends only on its own bins and

@@ -127,7 +127,8 @@ def rdft(x: Float[Array, "*batch n"]) -> Float[Array, "*batch n"]:
     With ``F = fft(x) / sqrt(n)`` the coordinates are ``[Re F_0, √2 Re F_1, √2 Im F_1, √2 Re F_2, …]``
     and, for even n, ``Re F_{n/2}`` last. The map is an orthonormal change of basis (``‖rdft(x)‖₂ =
     ‖x‖₂``), so a change of one count by 1 moves the coordinate vector by exactly 1 in L2 and the
-    first z coordinates by at most ``√z`` in L1 (the sensitivity used by FPA/SPA/EFPA). Computed with
+    first z coordinates by at most ``√z`` in L1 (the paper's bound, FPA/SPA/EFPA's ``accounting="paper"``; the
+    exact value is `jaxdp.histogram.dft_sensitivity`). Computed with
     an FFT in O(n log n); any n ≥ 1.
     """
     x = jnp.asarray(x)
