@@ -441,9 +441,10 @@ def test_compressive_measures_in_float64_whatever_the_release_dtype(key):
     np.testing.assert_array_equal(lo.sparsity, hi.sparsity)
     assert len(set(lo.sparsity.tolist())) > 1  # different draws: the agreement is not a constant S
     assert lo.release.dtype == np.float32 and hi.release.dtype == np.float64
-    err = np.linalg.norm(hi.release - d, axis=-1)  # the noise level of each release
+    lo_r, hi_r = np.asarray(lo.release, np.float64), np.asarray(hi.release)  # (JAX arrays: strict promotion)
+    err = np.linalg.norm(hi_r - d, axis=-1)  # the noise level of each release
     # the float32 NIHT may settle on another support (seen for one of the two keys): one agreement suffices
-    assert np.min(np.linalg.norm(lo.release - hi.release, axis=-1) / err) < 1e-4  # measured 7·10⁻⁸
+    assert np.min(np.linalg.norm(lo_r - hi_r, axis=-1) / err) < 1e-4  # measured 7·10⁻⁸
 
 
 def test_cmco_counts_in_float64_whatever_the_release_dtype(key):
