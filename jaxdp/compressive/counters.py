@@ -235,7 +235,12 @@ def _cmco(key, stream, epsilon, k, sparsity, times, basis, l1_sensitivity, itera
     big_t = v.size
     k = _validate.size("k", k)
     sparsity = _validate.size("sparsity", sparsity)
-    times = tuple(int(t) for t in times)
+    _validate.size("iterations", iterations)  # (found in review: 0 was taken; CompressiveConfig refuses it)
+    _validate.size("refit", refit)
+    raw = np.asarray(times).reshape(-1)
+    if raw.dtype == bool or not np.issubdtype(raw.dtype, np.number) or np.any(raw != np.round(raw)):
+        raise ValueError(f"times must be integer times in [1, T], got {times!r}.")  # (found in review: 2.7 was 2)
+    times = tuple(int(t) for t in raw)
     if not times or any(t < 1 or t > big_t for t in times):
         raise ValueError(f"times must be a non-empty list of values in [1, T = {big_t}].")
     if isinstance(basis, str):

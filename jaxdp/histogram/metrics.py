@@ -40,7 +40,10 @@ def range_query_mse(hist, released, *, sizes=None) -> tuple[np.ndarray, np.ndarr
     n = h.size
     if sizes is None:
         sizes = 2 ** np.arange(1, int(np.floor(np.log2(n))) + 1) if n >= 2 else np.asarray([1])
-    sizes = np.asarray(sizes, dtype=np.int64)
+    raw = np.asarray(sizes)
+    if raw.dtype == bool or not np.issubdtype(raw.dtype, np.number) or np.any(raw != np.round(raw)):
+        raise ValueError(f"range sizes must be integers, got {sizes!r}.")  # (found in review: 1.5 was read as 1)
+    sizes = raw.astype(np.int64).reshape(-1)
     if sizes.size == 0 or sizes.min() < 1 or sizes.max() > n:
         raise ValueError(f"range sizes must lie in [1, n = {n}].")
     diff = np.asarray(released, np.float64) - h

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdp import mechanisms, programs
+from jaxdp import _validate, mechanisms, programs
 from jaxdp.histogram._common import HistogramResult, _arithmetic, _check_grid, _over_keys, _prepare, _result, check_histogram
 
 __all__ = ['configuration_error', 'php_depth', 'release_histogram', 'php', 'hpartition', 'php_core', 'release_core', 'prefix_tree', 'PrefixTree', 'abs_deviation']
@@ -83,12 +83,29 @@ def abs_deviation(tree: PrefixTree, lo, hi):
     return jnp.maximum(2.0 * above, 0.0)
 
 
+def _cut_mask(cuts, n: int) -> np.ndarray:
+    """``[n]`` bool, True where a segment starts (bin 0 and every index of `cuts`, integer bin indices in
+    [1, n − 1]; repeats are one cut)."""
+    cut = np.zeros(n, bool)
+    cut[0] = True
+    raw = np.asarray(cuts).reshape(-1)
+    if raw.size and (raw.dtype == bool or not np.issubdtype(raw.dtype, np.number) or np.any(raw != np.round(raw))):
+        raise ValueError(f"cuts must be integer bin indices, got {cuts!r}.")
+    idx = raw.astype(np.int64)
+    if idx.size and (idx.min() < 1 or idx.max() >= n):
+        raise ValueError(f"cuts must be bin indices in [1, {n - 1}] where a new segment starts.")
+    cut[idx] = True
+    return cut
+
+
 def configuration_error(hist, cuts, *, epsilon: float) -> float:
     """``err(C, ε) = RE_C + k/ε`` of the clustering whose segments start at 0 and at each of `cuts`
     (the paper's Theorem 7 / Section V notation; RE is the sum of absolute deviations from the
-    segment means). A NumPy float64 helper for tests and examples."""
+    segment means). A NumPy float64 helper for tests and examples; `cuts` as in `release_histogram`
+    (found in review: a cut past the last bin was counted as a segment)."""
     h = check_histogram(hist, integer=False)
-    edges = [0, *sorted(int(c) for c in cuts), h.size]
+    _validate.positive_scalar("epsilon", epsilon)
+    edges = [*np.flatnonzero(_cut_mask(cuts, h.size)).tolist(), h.size]
     re = sum(np.abs(h[a:b] - h[a:b].mean()).sum() for a, b in zip(edges[:-1], edges[1:]) if b > a)
     return float(re + (len(edges) - 1) / epsilon)
 
@@ -97,6 +114,7 @@ def configuration_error(hist, cuts, *, epsilon: float) -> float:
 def php_depth(n: int) -> int:
     """P-HP's depth limit ``d = ⌈log₂ n⌉`` (at least 1): a partition bisected d times is a leaf, and each
     bisection gets ε/(4d)."""
+    n = _validate.size("n", n)  # (found in review: 0 gave 1)
     return max(1, math.ceil(math.log2(n))) if n > 1 else 1
 
 
@@ -113,16 +131,7 @@ def release_histogram(key: jax.Array, hist, cuts, *, epsilon: float, noise: str 
     """
     with _arithmetic(noise) as dtype:
         h, noise = _prepare(key, hist, epsilon, noise)
-        n = h.shape[0]
-        cut = np.zeros(n, bool)
-        cut[0] = True
-        raw = np.asarray(cuts).reshape(-1)
-        if raw.size and (raw.dtype == bool or not np.issubdtype(raw.dtype, np.number) or np.any(raw != np.round(raw))):
-            raise ValueError(f"cuts must be integer bin indices, got {cuts!r}.")
-        cuts = raw.astype(np.int64)
-        if cuts.size and (cuts.min() < 1 or cuts.max() >= n):
-            raise ValueError(f"cuts must be bin indices in [1, {n - 1}] where a new segment starts.")
-        cut[cuts] = True
+        cut = _cut_mask(cuts, h.shape[0])
         _check_grid(noise, epsilon, 1.0, h)
         out = _over_keys(_release_jit, key, h, jnp.asarray(cut), jnp.asarray(epsilon, h.dtype),
                          noise=mechanisms.kernel_noise(noise))
@@ -235,6 +244,8 @@ def hpartition(hist, *, lam: float) -> list[list[int]]:
     for small examples (the paper's Fig. 3) and tests; not a DP mechanism.
     """
     h = check_histogram(hist, integer=False)
+    if isinstance(lam, bool) or not isinstance(lam, (int, float, np.integer, np.floating)) or not lam >= 0:
+        raise ValueError(f"lam must be a number >= 0 (the price of a segment), got {lam!r}.")  # (found in review: -1 ran)
     segs = [(0, h.size)]
 
     def re(a, b):

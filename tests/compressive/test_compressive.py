@@ -547,3 +547,11 @@ def test_baselines_refuse_an_epsilon_whose_noise_overflows_and_take_key_arrays_o
         C.tree_counter(keys, [1.0, 2.0], epsilon=1.0)
     with pytest.raises(ValueError, match="one typed key"):
         C.TreeCounter(keys, epsilon=1.0, horizon=4)
+
+
+def test_cmco_refuses_times_and_iterations_it_would_misread(key):
+    # found in review: times=[2.7] was read as t = 2, iterations=0 was taken
+    with pytest.raises(ValueError, match="integer times"):
+        C.cmco(key, np.ones(8), epsilon=1.0, k=3, sparsity=2, times=[2.7])
+    with pytest.raises(ValueError, match="iterations"):
+        C.cmco(key, np.ones(8), epsilon=1.0, k=3, sparsity=2, times=[4], iterations=0)

@@ -566,3 +566,17 @@ def test_fourier_methods_refuse_totals_where_the_dft_rounds_past_the_sensitivity
         H.publish(key, big, method=method, epsilon=1.0, **kw)
     assert "1099511627777" not in str(err.value)
     assert np.isfinite(np.asarray(H.publish(key, big, method="lpa", epsilon=1.0).counts)).all()
+
+
+def test_helpers_refuse_arguments_they_would_misread():
+    # found in review: each of these was accepted and silently read as something else
+    h = np.array([3, 0, 7, 1, 1])
+    with pytest.raises(ValueError, match="cuts"):
+        H.configuration_error([1, 2, 3], [5], epsilon=1.0)  # a cut past the last bin counted as a segment
+    assert H.configuration_error([1, 2, 3], [1, 1], epsilon=1.0) == H.configuration_error([1, 2, 3], [1], epsilon=1.0)
+    with pytest.raises(ValueError, match="integers"):
+        H.range_query_mse(h, h, sizes=[1.5])
+    with pytest.raises(ValueError, match="lam"):
+        H.hpartition(h, lam=-1)
+    with pytest.raises(ValueError, match="n"):
+        H.php_depth(0)
