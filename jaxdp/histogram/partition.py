@@ -124,7 +124,9 @@ def release_histogram(key: jax.Array, hist, cuts, *, epsilon: float, noise: str 
     every index of `cuts`.
 
     Privacy: ε-DP for a configuration that does not depend on the data (or was chosen privately):
-    one record changes one segment sum by 1. `noise` as in `lpa`.
+    one record changes one segment sum by 1. `noise` as in `lpa`. The result's `private` is True because jaxdp
+    cannot see where `cuts` came from: cuts computed from the data (e.g. by the non-private `hpartition`) make
+    the release not private, whatever the flag says.
 
     Returns:
       `HistogramResult` (k = the number of segments, `segment_starts` the given configuration).
