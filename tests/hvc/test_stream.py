@@ -551,6 +551,12 @@ def test_records_per_subject_spends_eps_over_k_per_frame_and_streams_unbounded(k
     ids = [i % 50 for i in range(200)]  # every subject returns after 50 rows, in a later frame
     capped = jaxdp.anonymize(key, CENSUS[:200], dataclasses.replace(cfg, records_per_subject=2), ids=ids, epsilon=2.0, bounds=BOUNDS)
     assert capped.capped > 0 and np.bincount([ids[i] for i in capped.index]).max() <= 2
+    # the library's own ledger (found in an audit of the tests: only k = 1 was checked, where ε/k = ε): each frame
+    # ε/k = 1.0, and every subject's frames sum to at most ε
+    np.testing.assert_allclose(capped.epsilon_spent, 1.0)
+    spent = np.zeros(50)
+    np.add.at(spent, [ids[i] for i in capped.index], np.asarray(capped.epsilon_spent)[capped.frame])
+    assert spent.max() <= 2.0 * (1 + 1e-12) and spent.max() > 1.5
 
 
 def test_a_column_variance_moves_by_at_most_its_width_squared_over_r():
