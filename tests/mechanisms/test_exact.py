@@ -188,6 +188,14 @@ def test_exact_exponential_mechanism_matches_its_distribution(key):
     eps, sens = 4.0, 2.0
     p, c, delta_q = _integer_em_reference(scores, eps, sens)
     assert c <= eps / (2 * delta_q) and delta_q * 2.0 ** np.floor(np.log2(sens / 256)) >= sens  # calibration
+    # the library's Δ_Q (found in an audit of the tests: only the reference's was checked): the reference's value,
+    # and no pair of neighbouring score vectors (every score moved by up to Δ) moves the integer scores by more
+    q, _, dq = mechanisms.integer_scores(jnp.asarray(scores), eps, sens)
+    assert float(dq) == delta_q
+    moves = np.random.default_rng(0).uniform(-sens, sens, (4000, scores.size)).astype(np.float32)
+    q2 = np.asarray(jax.vmap(lambda u: mechanisms.integer_scores(jnp.asarray(scores) + u, eps, sens)[0])(moves))
+    fin = np.isfinite(scores)
+    assert np.abs(q2[:, fin] - np.asarray(q)[fin]).max() <= float(dq)
     draws = np.asarray(jax.vmap(lambda k: mechanisms.exponential_exact(k, scores, epsilon=eps, sensitivity=sens))(
         jax.random.split(key, 60_000)))  # fmt: skip
     counts = np.bincount(draws, minlength=scores.size)
