@@ -242,3 +242,19 @@ def record_partition_loop(o, fp, s1, b1, s2, b2):
             n2[i] += 1
             need -= 1
     return n1, n2
+
+
+def haar_reference(n):
+    """The orthonormal Haar basis from its definition: the constant 1/√n, then for each support length
+    L = n, n/2, …, 2 (coarsest first) the wavelets +1/√L on the first half of [k·L, (k+1)·L) and −1/√L on the
+    second, in order of position k."""
+    rows = [np.full(n, 1 / math.sqrt(n))]
+    length = n
+    while length >= 2:
+        for k in range(n // length):
+            w = np.zeros(n)
+            w[k * length : k * length + length // 2] = 1 / math.sqrt(length)
+            w[k * length + length // 2 : (k + 1) * length] = -1 / math.sqrt(length)
+            rows.append(w)
+        length //= 2
+    return np.array(rows)
