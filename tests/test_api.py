@@ -54,19 +54,24 @@ def test_every_release_takes_the_key_first(mod, name):
     assert params[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and params[0].default is inspect.Parameter.empty
 
 
-def test_every_key_parameter_is_first_and_every_epsilon_keyword_only():
+def _convention_breaches(label, obj):
+    """What `obj` breaks of the key/ε convention: a key not first, ε not keyword-only, a default key."""
     bad = []
-    for mod, name, obj in _public_callables():
-        params = _params(obj)
-        names = [p.name for p in params]
-        for k in ("key", "keys"):
-            if k in names and names.index(k) != 0:
-                bad.append(f"{mod.__name__}.{name}: {k} is not first")
-        for p in params:
-            if p.name == "epsilon" and p.kind is not inspect.Parameter.KEYWORD_ONLY:
-                bad.append(f"{mod.__name__}.{name}: epsilon is not keyword-only")
-            if p.name in ("key", "keys") and p.default is not inspect.Parameter.empty:
-                bad.append(f"{mod.__name__}.{name}: a default key")
+    params = _params(obj)
+    names = [p.name for p in params]
+    for k in ("key", "keys"):
+        if k in names and names.index(k) != 0:
+            bad.append(f"{label}: {k} is not first")
+    for p in params:
+        if p.name == "epsilon" and p.kind is not inspect.Parameter.KEYWORD_ONLY:
+            bad.append(f"{label}: epsilon is not keyword-only")
+        if p.name in ("key", "keys") and p.default is not inspect.Parameter.empty:
+            bad.append(f"{label}: a default key")
+    return bad
+
+
+def test_every_key_parameter_is_first_and_every_epsilon_keyword_only():
+    bad = [b for mod, name, obj in _public_callables() for b in _convention_breaches(f"{mod.__name__}.{name}", obj)]
     assert not bad, "\n".join(bad)
 
 
@@ -104,8 +109,21 @@ def test_hvc_config_holds_no_budget():
         jaxdp.HVCConfig(8, 2, 1.0)  # the old positional ε is refused, not taken as something else
 
 
-def test_the_check_catches_a_key_that_is_not_first():
-    def bad(records, key, *, epsilon):  # a mutant of the convention
+def test_the_check_catches_each_breach_of_the_convention():
+    # mutants of the convention (found in an audit of the tests: the check itself was never run on one)
+    def late_key(records, key, *, epsilon):
         return records
 
-    assert [p.name for p in _params(bad)][0] != "key"
+    def positional_eps(key, records, epsilon):
+        return records
+
+    def default_key(key=None, *, epsilon):
+        return key
+
+    def good(key, records, *, epsilon):
+        return records
+
+    assert _convention_breaches("m", late_key) == ["m: key is not first"]
+    assert _convention_breaches("m", positional_eps) == ["m: epsilon is not keyword-only"]
+    assert _convention_breaches("m", default_key) == ["m: a default key"]
+    assert _convention_breaches("m", good) == []
