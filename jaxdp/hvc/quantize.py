@@ -42,6 +42,7 @@ __all__ = [
     "mse_table",
     "selection_probabilities",
     "quantize",
+    "TILE_ENTRIES",
 ]
 
 _HIGHEST = jax.lax.Precision.HIGHEST
@@ -367,7 +368,7 @@ def _prepare(x, x_hat, bounds, kinds, order, accounting):
     return x, x_hat, tab, batch, dtype
 
 
-_TILE_ENTRIES = 1_000_000  # candidate-table entries K·(nd+1) per tile of blocks (see `_map_blocks`)
+TILE_ENTRIES = 1_000_000  # public tuning constant: candidate-table entries K·(nd+1) per tile of blocks (see `_map_blocks`)
 
 
 def _map_blocks(block_fn, per_block, x_hat, tab):
@@ -392,7 +393,7 @@ def _map_blocks(block_fn, per_block, x_hat, tab):
     if b == 0:  # nothing to tile: an empty batch gives empty outputs
         return jax.vmap(fn)(*per_block)
     n, d = x_hat.shape[-2:]
-    tile = max(1, min(b, _TILE_ENTRIES // (tab.cbrt_gs.shape[0] * (n * d + 1))))
+    tile = max(1, min(b, TILE_ENTRIES // (tab.cbrt_gs.shape[0] * (n * d + 1))))
     n_tiles = -(-b // tile)
     tile = -(-b // n_tiles)  # equal tiles, padding < n_tiles
     pad = n_tiles * tile - b

@@ -164,7 +164,7 @@ def test_vmap_over_keys_equals_loop_and_jit_equals_no_jit(key):
 @pytest.mark.parametrize("shared_prediction", [True, False])
 def test_tiled_batches_equal_per_block_calls(key, monkeypatch, shared_prediction):
     # 7 blocks of 3 x 2 (a shape no other test compiles) in tiles of 3: three tiles, two padding blocks.
-    monkeypatch.setattr(quantize, "_TILE_ENTRIES", 3 * 3 * (3 * 2 + 1))
+    monkeypatch.setattr(quantize, "TILE_ENTRIES", 3 * 3 * (3 * 2 + 1))
     rng = np.random.default_rng(11)
     width = np.array([2.0, 5.0])
     xs = jnp.asarray(rng.uniform(0, width, size=(7, 3, 2)), jnp.float32)
