@@ -212,7 +212,8 @@ def exponential_drawn(u, scores, *, epsilon, sensitivity) -> tuple[jax.Array, ja
     Float caveat (documented δ): the two-stage inverse CDF resolves probabilities to the uniform's
     resolution, 2⁻²⁴ of a stage's total in float32 (2⁻⁵³ in float64): a candidate whose probability
     is below that relative to its group may be drawn with a rounded (possibly zero) probability. The
-    resulting δ per draw is at most (groups + 16)·2⁻²³ in float32 (`noise="grid"` samples exactly).
+    resulting output distribution is within L1 distance (groups + 16)·2⁻²³ of the softmax in float32, so δ per
+    draw is at most (1 + e^ε)/2 times that (`noise="grid"` samples exactly).
     """
     factor = jnp.asarray(epsilon, scores.dtype) / (2.0 * jnp.asarray(sensitivity, scores.dtype))
     return categorical_2d_from(u, factor * scores)
