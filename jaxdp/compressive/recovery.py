@@ -164,13 +164,16 @@ def _recover(phi, y, s, psi_x, psi_t, iterations, refit):
     # positive: found in review, past convergence on a rank-deficient support (more kept coefficients than
     # independent samples, e.g. S = k) the step rr/pᵀAᵀAp divided round-off by round-off and the release blew up
     # to ±1e37, inf or NaN
-    tol = (64 * jnp.finfo(dtype).eps) ** 2 * jnp.sum(at(y) ** 2)
+    # (relative to the support's part of Aᵀy, and the curvature relative to ‖p‖²: found in review, a tolerance over
+    # all n coordinates stopped float32 CG up to 1000× short of the least-squares fit when n ≫ S)
+    eps_d = jnp.finfo(dtype).eps
+    tol = (4 * eps_d) ** 2 * jnp.sum(jnp.where(mask, at(y), 0.0) ** 2)
 
     def cg(_, st):  # least squares on the support: (A_Tᵀ A_T) z = A_Tᵀ y
         z, r, p, rr = st
         ap = jnp.where(mask, at(a(p)), 0.0)
         pap = jnp.sum(p * ap)
-        go = (rr > tol) & (pap > 0)
+        go = (rr > tol) & (pap > 64 * eps_d * jnp.sum(p * p))
         alpha = jnp.where(go, rr / jnp.where(go, pap, 1.0), 0.0)
         z = z + alpha * p
         r = r - alpha * ap
