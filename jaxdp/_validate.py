@@ -200,7 +200,9 @@ def counts(counts, *, dtype=None, with_max: bool = False):
         from jaxdp import _host
 
         try:
-            out, lo, hi = _host.device_array_range(arr, dtype)
+            # with_max: the caller clamps, so a value past the dtype's range becomes inf here and is clamped there
+            # (found in review: it raised, which could stop a stream on a data value)
+            out, lo, hi = _host.device_array_range(arr, dtype, overflow="inf" if with_max else "raise")
         except ValueError as err:
             raise ValueError(f"counts: {err}") from None
     if not (np.isfinite(lo) and np.isfinite(hi)):

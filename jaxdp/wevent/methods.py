@@ -355,7 +355,7 @@ def run(
             out = _run(key, data, f, eps_k, *args, **kw)
         else:
             out = _run.over_keys(key, data, f, eps_k, *args, **kw)
-    return _released(out, noise)._replace(forced=np.broadcast_to(forced, out.published.shape))
+    return _released(out, noise)._replace(forced=jnp.asarray(np.broadcast_to(forced, out.published.shape)))
 
 
 SHIFT_AUTO_RATIO = 10  # shift="auto": the paper's "d ≫ w" read as d ≥ 10·w

@@ -401,6 +401,10 @@ def test_counts_beyond_what_the_arithmetic_holds_are_clamped_not_refused(key, as
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # float64 holds them: nothing clamped
         assert wevent.run(key, base + 2.0, method="bd", w=2, epsilon=1.0, noise="float64").releases.dtype == jnp.float64
+    beyond = wevent.WEventStream(key, d=2, method="bd", w=2, epsilon=1.0)  # past float32's range: clamped too
+    beyond.push([5.0, 1.0])
+    with pytest.warns(wevent.CountsClampedWarning, match="1 count"):
+        assert float(np.asarray(beyond.push([1e39, 1.0]).releases).max()) < 2.0**25
     cap = wevent.count_cap(noise="grid", method="uniform", d=2, w=2, epsilon=1.0)
     assert cap == mechanisms.grid_value_limit(sensitivity=1.0)
     big = [[3e6, 1.0]]
