@@ -29,20 +29,16 @@ class CountsClampedWarning(UserWarning):
     message is read from the raw counts: a curator-only diagnostic, not part of the release."""
 
 
-def count_cap(*, noise: str, method: str, d: int, w: int, epsilon: float, shift: bool = False,
-              dis_sensitivity: float | None = None) -> float:
+def count_cap(*, noise: str) -> float:
     """The public cap counts are clamped to: the largest integer the kernel's float dtype holds with all those below
     it (2²⁴ in float32, 2⁵³ in float64; above it neighbouring counts round apart by more than the sensitivity), and
-    with ``noise="grid"`` the largest count its grid represents (that of the counts and, for BD/BA, that of the
-    dissimilarity, whose sensitivity is finer). Clamping is 1-Lipschitz, so it keeps every sensitivity."""
+    with ``noise="grid"`` the largest count its grid represents. Clamping is 1-Lipschitz, so it keeps every
+    sensitivity. (BD/BA's dissimilarity, whose grid is finer, clips its own inputs further.)"""
     noise = mechanisms.check_noise(noise)
     with _arithmetic(noise):
         cap = 2.0**24 if _validate.float_dtype() == np.float32 else 2.0**53
-    if noise == "grid":
+    if noise == "grid":  # (BD/BA's dissimilarity clips its own inputs to its finer grid: `_dissimilarity_inputs`)
         cap = min(cap, mechanisms.grid_value_limit(sensitivity=1.0))
-        if method in ("bd", "ba"):
-            dis = _budgets(w, float(epsilon), d, shift)[1] if dis_sensitivity is None else dis_sensitivity
-            cap = min(cap, mechanisms.grid_value_limit(sensitivity=dis))
     return float(cap)
 
 
@@ -176,6 +172,19 @@ def _eps_down(eps: float, dtype) -> np.ndarray:
     return np.nextafter(v, v.dtype.type(0)) if float(v) > eps else v
 
 
+def _dissimilarity_inputs(c, last, dis_sensitivity, noise):
+    """The counts and the last release as the dissimilarity reads them, in float64. With ``noise="grid"`` both are
+    clipped to [0, K], K = (2²⁹ − 1)·γ the largest value the dissimilarity's grid (finer than the counts') holds:
+    clipping is 1-Lipschitz, so the mean still moves by at most 1/d, and the published counts keep the counts'
+    own, 256·d times larger, cap (found in review: clamping the counts themselves to K released counts of 30,000 at
+    d = 100 as 16,384). Traceable; call inside ``jax.enable_x64``."""
+    c64, last64 = c.astype(jnp.float64), last.astype(jnp.float64)
+    if noise != "grid":
+        return c64, last64
+    cap = (2**29 - 1) * mechanisms.grid_spacing(jnp.asarray(dis_sensitivity, jnp.float64))
+    return jnp.clip(c64, 0.0, cap), jnp.clip(last64, 0.0, cap)
+
+
 def _above(dis, lam):
     """The private test ``dis > λ``, in float64 (the noisy dissimilarity's precision; λ is public)."""
     with jax.enable_x64(True):
@@ -213,7 +222,8 @@ def _step(method, w, eps, d, state, xs, shift=False, noise="float"):
     # float32, neighbouring counts moved it by up to 4× its sensitivity at d = 1,000 and counts ≈ 4·10⁴, 128× near
     # 2²⁴ (found in review). Only the decision (a boolean, part of the release) leaves the island.
     with jax.enable_x64(True):
-        dis = mechanisms.laplace_mechanism(k_dis, dissimilarity(c.astype(jnp.float64), state.last.astype(jnp.float64)),
+        c64, last64 = _dissimilarity_inputs(c, state.last, dis_sensitivity, noise)
+        dis = mechanisms.laplace_mechanism(k_dis, dissimilarity(c64, last64),
                                            epsilon=e1.astype(jnp.float64), sensitivity=dis_sensitivity, noise=noise)
         quanta = _quanta(method, w)
         quantum64 = per_window64 / quanta
@@ -334,8 +344,7 @@ def run(
     shift = _check_shift(shift, method, data.shape[1], int(w))
     _check_grid(noise, method, w, float(epsilon), data.shape[1], shift)
     with _arithmetic(noise):
-        data = _clamp_counts(data, hi, count_cap(noise=noise, method=method, d=data.shape[1], w=int(w),
-                                                 epsilon=float(epsilon), shift=shift), counts)
+        data = _clamp_counts(data, hi, count_cap(noise=noise), counts)
     if decisions is not None and method in ("uniform", "sample"):
         raise ValueError(f"decisions apply to 'bd' and 'ba' only; {method!r} publishes on a fixed schedule.")
     force = np.full(t, -1) if decisions is None else np.asarray(decisions)
@@ -470,7 +479,7 @@ class WEventStream:
         shift = _check_shift(shift, method, self.d, self.w)
         _check_grid(self.noise, method, self.w, float(epsilon), self.d, shift)
         self.key, self.method, self.eps, self.shift = key, method, float(epsilon), shift
-        self.cap = count_cap(noise=self.noise, method=method, d=self.d, w=self.w, epsilon=self.eps, shift=shift)
+        self.cap = count_cap(noise=self.noise)
         self.initial = _check_initial(initial, method)
         self.start = _check_start(start, 1)
         with _arithmetic(self.noise):  # noise="float64" or "grid": the state's last release in float64 too

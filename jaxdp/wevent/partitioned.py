@@ -17,6 +17,7 @@ from jaxdp.wevent.methods import (
     _arithmetic,
     _check_epsilon_range,
     _clamp_counts,
+    _dissimilarity_inputs,
     _down,
     _eps_down,
     _ledger_down,
@@ -85,7 +86,9 @@ def _run_partitioned(key, counts, eps, *, method, w, g, regroup_every, noise="fl
         k_dis, k_pub = jax.random.split(k)
         with jax.enable_x64(True):  # summed, noised and tested in float64 whatever the kernel's dtype (`_step`)
             f64 = jnp.float64
-            mae_g = jax.ops.segment_sum(jnp.abs(c.astype(f64) - last.astype(f64)), grp, num_segments=g) / sizes_j.astype(f64)
+            # (grid: both clipped to the finest group's dissimilarity grid, 1/max size: `_dissimilarity_inputs`)
+            c64, last64 = _dissimilarity_inputs(c, last, 1.0 / float(np.max(sizes)), noise)
+            mae_g = jax.ops.segment_sum(jnp.abs(c64 - last64), grp, num_segments=g) / sizes_j.astype(f64)
             dis = mechanisms.laplace_mechanism(k_dis, mae_g, epsilon=e1.astype(f64), sensitivity=1.0 / sizes_j.astype(f64),
                                                noise=noise, coordinates=1)  # 1/d_g; one user moves one group's score
         room = quanta - jnp.sum(recent, dtype=jnp.int32)  # joint ledger: Σ over the window of the max over groups
@@ -167,7 +170,6 @@ def run_partitioned(key: jax.Array, counts, *, method: str, w: int, epsilon: flo
     if g > data.shape[1]:
         raise ValueError(f"groups = {g} exceeds the number of columns d = {data.shape[1]}.")
     p = None if regroup_every is None else _validate.size("regroup_every", regroup_every)
-    dis = None
     if noise == "grid":
         # every group's dissimilarity has sensitivity 1/size: check each size (the ratio is not monotone in it)
         sizes = np.unique(np.asarray(_group_sizes(data.shape[1], g)))
@@ -175,10 +177,8 @@ def run_partitioned(key: jax.Array, counts, *, method: str, w: int, epsilon: flo
         # the largest publication budget (BA: P = ε/2, BD: half of it) with b/γ ≥ 1; counts the groups'
         # dissimilarity grid holds (the finest: the largest group), as `run` checks
         mechanisms.check_grid_ratio(epsilon=float(epsilon) / 2 / (1 if method == "ba" else 2), sensitivity=1.0)
-        dis = 1.0 / float(sizes.max())  # the finest dissimilarity grid: that of the largest group
     with _arithmetic(noise):
-        data = _clamp_counts(data, hi, count_cap(noise=noise, method=method, d=data.shape[1], w=w, epsilon=float(epsilon),
-                                                 dis_sensitivity=dis), counts)
+        data = _clamp_counts(data, hi, count_cap(noise=noise), counts)
         kw = dict(method=method, w=int(w), g=g, regroup_every=p, noise=mechanisms.kernel_noise(noise))
         eps_k = _eps_down(float(epsilon), data.dtype)
         if key.shape == ():

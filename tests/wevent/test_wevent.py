@@ -413,7 +413,7 @@ def test_counts_beyond_what_the_arithmetic_holds_are_clamped_not_refused(key, as
     beyond.push([5.0, 1.0])
     with pytest.warns(wevent.CountsClampedWarning, match="1 count"):
         assert float(np.asarray(beyond.push([1e39, 1.0]).releases).max()) < 2.0**25
-    cap = wevent.count_cap(noise="grid", method="uniform", d=2, w=2, epsilon=1.0)
+    cap = wevent.count_cap(noise="grid")
     assert cap == mechanisms.grid_value_limit(sensitivity=1.0)
     big = [[3e6, 1.0]]
     with pytest.warns(wevent.CountsClampedWarning):
@@ -465,27 +465,27 @@ def test_float_path_dissimilarity_is_exact_in_float64_where_float32_moves_it_by_
 
 
 @pytest.mark.parametrize("method", ["bd", "ba"])
-def test_grid_clamps_counts_its_dissimilarity_cannot_hold_and_refuses_publications_below_its_ratio(key, method):
-    """Found in review: with noise="grid" the dissimilarity (sensitivity 1/d, so a grid 256·d times finer than
-    the counts') was clamped at ≈ 2²¹/d — counts of 30,000 at d = 100 read as 16,384 and every publication was
-    missed — and a publication budget above 257 (b/γ < 1) was silently given more noise than the ledger says.
-    Counts are now clamped to what the dissimilarity's grid holds (a public cap, with a curator-only warning), so
-    the publications happen, in `run`, `WEventStream` and `run_partitioned`; the ratio is refused eagerly."""
-    counts = np.tile([[0.0] * 100, [40_000.0] * 100], (4, 1))  # beyond 2²¹/d, and 2²¹/50 for two groups
-    cap = wevent.count_cap(noise="grid", method=method, d=100, w=1, epsilon=1e-4)
-    assert cap < 40_000
-    with pytest.warns(wevent.CountsClampedWarning, match="400 count"):
-        clamped = wevent.run(key, counts, method=method, w=1, epsilon=1e-4, noise="grid")
+def test_grid_dissimilarity_clips_its_inputs_and_publications_keep_the_counts(key, method):
+    """Found in review: with noise="grid" the dissimilarity (sensitivity 1/d, so a grid 256·d times finer than the
+    counts') was clamped at ≈ 2²¹/d — counts of 30,000 at d = 100 read as 16,384 and every publication was missed;
+    then the counts themselves were clamped there, and published as 16,384. Now the dissimilarity clips its own
+    inputs to what its grid holds (1-Lipschitz: sensitivity 1/d kept) and the counts keep their own cap (2²¹):
+    publications happen and release the counts, in `run`, `WEventStream` and `run_partitioned`. A publication
+    budget above 257 (b/γ < 1) is refused eagerly."""
+    counts = np.tile([[0.0] * 100, [40_000.0] * 100], (4, 1))  # beyond the dissimilarity's 2¹⁴ at d = 100
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # the same run on counts at the cap: nothing more to clamp, the same release
-        same = wevent.run(key, np.minimum(counts, cap), method=method, w=1, epsilon=1e-4, noise="grid")
-    for a, b in zip(clamped[:5], same[:5]):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    with pytest.warns(wevent.CountsClampedWarning):
-        wevent.run_partitioned(key, counts, method=method, w=1, epsilon=1e-4, groups=2, noise="grid")
-    s = wevent.WEventStream(key, d=100, method=method, w=1, epsilon=1e-4, noise="grid")
-    with pytest.warns(wevent.CountsClampedWarning):
-        s.push(counts[1])
+        warnings.simplefilter("error")  # nothing clamped: 40,000 is below the counts' cap
+        res = wevent.run(key, counts, method=method, w=1, epsilon=1.0, noise="grid")
+        part = wevent.run_partitioned(key, counts, method=method, w=1, epsilon=1.0, groups=2, noise="grid")
+        s = wevent.WEventStream(key, d=100, method=method, w=1, epsilon=1.0, noise="grid")
+        pushed = np.concatenate([s.push(c).releases for c in counts])
+    np.testing.assert_array_equal(pushed, np.asarray(res.releases))
+    for r in (res, part):
+        published = np.asarray(r.published)  # [T], or [T, groups] (two groups of 50 contiguous columns)
+        per_column = np.repeat(published, 50, axis=1) if published.ndim == 2 else published[:, None]
+        pub = per_column & (counts > 0)
+        assert pub.any()
+        assert np.abs(np.asarray(r.releases)[pub] - 40_000).max() < 200  # Lap(≤ 4) noise, not 16,384
     small = np.ones((3, 257))
     with pytest.raises(ValueError, match="below 1"):
         wevent.run(key, small, method=method, w=1, epsilon=2000.0, noise="grid")
