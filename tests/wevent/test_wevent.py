@@ -505,7 +505,9 @@ def test_every_window_spends_at_most_epsilon_exactly_in_rationals(key, noise):
         worst = max(sum(total[max(0, i - w + 1): i + 1], Fraction(0)) for i in range(len(total)))
         assert worst <= Fraction(eps), (float(worst), eps)
 
-    for w, eps in ((3, 1.0), (7, 0.3)):
+    # grid: the (w, ε) whose rounding the review found (each grid program costs seconds to compile; the ledger
+    # arithmetic is the float path's plus the cast `_released` makes, which every grid run here goes through)
+    for w, eps in ((3, 1.0), (7, 0.3)) if noise == "float" else ((7, 0.3),):
         for method in ("uniform", "sample", "bd", "ba"):
             r = wevent.run(key, counts, method=method, w=w, epsilon=eps, noise=noise)
             check(r.eps1, r.eps2, w, eps)
