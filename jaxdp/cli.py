@@ -493,7 +493,8 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
     out = sys.stderr if args.output == "-" else sys.stdout
     print(f"jaxdp {__version__} anonymize | {source} -> {args.output}", file=out)
     print(f"  bounds: {how}", file=out)
-    print(f"  n = {n}, delay = {delay} records, frames = {eps_f.size}, {elapsed:.1f} s "
+    print(f"  n = {n}, delay = {delay} records, frames = {eps_f.size}", file=out)
+    print(f"  run time (curator only: it depends on the input): {elapsed:.1f} s "
           f"({records_in / max(elapsed, 1e-9):,.0f} records/s)", file=out)  # fmt: skip
     print(f"  key: {'reproducible seed: NOT private' if seeded else 'fresh from the operating system (secret, not stored)'}",
           file=out)  # fmt: skip
