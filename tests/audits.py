@@ -100,21 +100,25 @@ def joint_case():
 
 
 def mode_choice_case():
-    """Algorithm 2's mode choice: score -‖x - x̂(φ)‖², sensitivity ‖Λ‖² (Lemma 5), clipped predictions."""
+    """Algorithm 2's mode choice: score -‖x - x̂(φ)‖², sensitivity ‖Λ‖² (Lemma 5), clipped predictions. The
+    predictions come from the library's `predict.candidates` (two "inter" modes over a history of released blocks
+    outside the domain [0, 1]) and the choice from its exponential mechanism at Δ = ‖Λ‖² = 1, as the codec does
+    (found in an audit of the tests: both were written in the test). The mutant skips the clipping."""
+    from jaxdp.hvc import predict
+
     eps = 1.0
     lo, hi = jnp.zeros(1), jnp.ones(1)
-    raw = jnp.stack([jnp.full((1, 1), -4.0), jnp.full((1, 1), 5.0)])  # predictions outside the domain [0, 1]
+    history = jnp.stack([jnp.full((1, 1), -4.0), jnp.full((1, 1), 5.0)])  # released blocks outside [0, 1]
 
     def choose(key, x, preds):
         score = -jnp.sum((x[None] - preds) ** 2, axis=(1, 2))
-        _, m = mechanisms.categorical_2d(key, (eps / (2.0 * 1.0)) * score[None, :])
-        return m
+        return mechanisms.exponential_mechanism(key, score, epsilon=eps, sensitivity=1.0)
 
     def mech(key, x):
-        return choose(key, x, jnp.clip(raw, lo, hi))  # what jaxdp does (predict.candidates clips)
+        return choose(key, x, predict.candidates(history, 2, lo, hi, ("inter",)))  # clipped to the domain
 
     def mutant(key, x):  # unclipped prediction: Lemma 5 no longer holds
-        return choose(key, x, raw)
+        return choose(key, x, history)
 
     return eps, mech, mutant, jnp.zeros((1, 1)), jnp.ones((1, 1)), dict(discrete=True)
 
