@@ -261,11 +261,7 @@ class TableReader:
                                  "(NaN/inf): remove or impute it before anonymizing.")  # fmt: skip
             ids = None if self.id_column is None else batch.column(batch.schema.get_field_index(self.id_column))
             if ids is not None:
-                empty = np.asarray(ids.is_null())
-                if pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type):  # CSV: "" is a missing id
-                    import pyarrow.compute as pac
-
-                    empty = empty | (np.asarray(pac.utf8_length(ids).fill_null(0)) == 0)
+                empty = self._missing_ids(ids, row)
                 if empty.any():
                     r = int(np.flatnonzero(empty)[0])
                     raise InputError(f"{self._where(row + r)}: the id in column {self.id_column!r} is empty "
@@ -273,6 +269,29 @@ class TableReader:
             yield x, ids, row
             row += batch.num_rows
         del pa
+
+    def _missing_ids(self, ids, row):
+        """Which ids are missing: null, an empty text or binary value (whatever the encoding: plain, large, view or
+        dictionary), or a float NaN. Found in review: only plain and large strings were checked, so empty ids of a
+        dictionary-encoded (pandas Categorical), string_view or binary column merged their records into one
+        subject, and NaN ids reached the anonymizer. A nested id (a list, a struct) is refused."""
+        pa = _pyarrow()
+        import pyarrow.compute as pac
+
+        t = ids.type
+        if pa.types.is_dictionary(t):
+            ids, t = ids.dictionary_decode(), t.value_type
+        if pa.types.is_nested(t):
+            raise InputError(f"{self._where(row)}: the id column {self.id_column!r} holds {t} values; ids must be "
+                             "numbers or text (one value per record).")
+        empty = np.asarray(ids.is_null())
+        if pa.types.is_string(t) or pa.types.is_large_string(t) or str(t) == "string_view":  # CSV: "" is missing
+            empty = empty | (np.asarray(pac.utf8_length(ids.cast(pa.large_string())).fill_null(0)) == 0)
+        elif pa.types.is_binary(t) or pa.types.is_large_binary(t) or str(t) == "binary_view":
+            empty = empty | (np.asarray(pac.binary_length(ids.cast(pa.large_binary())).fill_null(0)) == 0)
+        elif pa.types.is_floating(t):
+            empty = empty | np.asarray(pac.is_nan(ids).fill_null(False))
+        return empty
 
     def _record_batches(self):
         """The input's record batches; a truncated or corrupt file (a compressed stream, an Arrow IPC stream,

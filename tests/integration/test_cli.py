@@ -543,3 +543,23 @@ def test_a_domain_read_from_the_data_is_reported_only_as_curator_only(tmp_path):
         report = json.loads(rep.read_text())
         assert key in report and len(report[key]["hi"]) == 3
         assert ("domain" in report) == (key == "domain")
+
+
+@pytest.mark.parametrize("kind", ["dictionary", "binary", "float nan", "list"])
+def test_missing_or_nested_ids_of_any_arrow_type_are_refused(tmp_path, capsys, kind):
+    """Found in review: only plain and large string ids were checked for emptiness, so the empty ids of a
+    dictionary-encoded (pandas Categorical) or binary column merged their records into one subject (exit 0), NaN
+    float ids and list ids ended in a traceback."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ids = {"dictionary": pa.array(["a", "", "b", "c"]).dictionary_encode(),
+           "binary": pa.array([b"a", b"", b"b", b"c"]),
+           "float nan": pa.array([1.0, float("nan"), 2.0, 3.0]),
+           "list": pa.array([[1], [2], [3], [4]])}[kind]  # fmt: skip
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": ids, "x": pa.array([1.0, 2.0, 3.0, 4.0])}), src)
+    code, out = _run_file(tmp_path, str(src), "--ids-column", "id", "--bounds", "0:10")
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and not out.exists(), err
+    assert ("holds list" in err) if kind == "list" else ("row 2: the id in column 'id' is empty" in err)
