@@ -442,6 +442,9 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
             writer.check()
             writer.commit(empty, [] if args.ids_column else None)
         one_kernel = codec.one_kernel_loop(config, n * len(columns))
+    except ValueError as err:  # the anonymizer's refusals (found in review: a traceback, exit 1): an ε outside the
+        # dtype's range, a grid budget the exact sampler cannot take, ids it refuses; nothing is left written
+        raise InputError(str(err)) from None
     finally:
         cpu_loop.fuse_cpu_loops(previous)
         progress.close()

@@ -403,6 +403,9 @@ CASES = [
     ("empty id", lambda p: p.write_text("id,a,b\nx,1,2\n,3,4\n"), ["--ids-column", "id", "--bounds", "0:10,0:10"],
      "line 3: the id in column 'id' is empty"),  # was read as one subject "" (merging people)
     ("strict", lambda p: p.write_text("a,b,c\n1,2,30\n"), ["--strict-bounds"], "column 'c'"),
+    # found in review: the anonymizer's own refusals ended in a traceback (exit 1)
+    ("epsilon beyond float32", None, ["--epsilon", "1e308"], "epsilon"),
+    ("grid budget", None, ["--noise", "grid", "--epsilon", "1e-5"], "grid"),
 ]
 
 
