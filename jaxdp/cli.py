@@ -255,10 +255,16 @@ def _check_anonymize_args(args):
         folder = os.path.dirname(os.path.abspath(args.report))
         if not os.path.isdir(folder):
             raise InputError(f"the --report folder {folder} does not exist: create it first.")
+        if not os.access(folder, os.W_OK):  # found in review: found only after the run, with the output written
+            raise InputError(f"the --report folder {folder} is not writable: choose another.")
         if os.path.isdir(args.report):
             raise InputError(f"--report {args.report} is a folder: give a file name (e.g. {args.report}/report.json).")
     if args.output not in (None, "-") and os.path.isdir(args.output):
         raise InputError(f"-o {args.output} is a folder: give a file name.")
+    if args.output not in (None, "-"):
+        out_folder = os.path.dirname(os.path.abspath(args.output))
+        if os.path.isdir(out_folder) and not os.access(out_folder, os.W_OK):  # found in review: after the run
+            raise InputError(f"the output folder {out_folder} is not writable: choose another.")
     if args.output == "-" and args.input is None:
         pass
     out_fmt, _ = detect_format(args.output, args.output_format)

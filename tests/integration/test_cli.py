@@ -566,3 +566,21 @@ def test_missing_or_nested_ids_of_any_arrow_type_are_refused(tmp_path, capsys, k
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err and not out.exists(), err
     assert ("holds list" in err) if kind == "list" else ("row 2: the id in column 'id' is empty" in err)
+
+
+def test_unwritable_output_and_report_folders_are_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    """Found in review: a read-only output or report folder was found only after the whole run (a traceback; with
+    --report, the finished output was left behind, so a retry would publish twice). The check asks the OS
+    (`os.access`), which is stubbed here: the tests run as root, for whom every folder is writable."""
+    src = tmp_path / "in.csv"
+    src.write_text(_csv_text())
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if os.path.abspath(p) == str(locked) else real(p, mode))
+    for extra, what in ((["-o", str(locked / "o.csv")], "output folder"),
+                        (["--report", str(locked / "r.json")], "--report folder")):  # fmt: skip
+        code, out = _run_file(tmp_path, str(src), *BOUNDS, *extra)
+        err = capsys.readouterr().err
+        assert code == 2 and f"{what} {locked} is not writable" in err and "Traceback" not in err, err
+        assert not out.exists() and not list(locked.iterdir())
