@@ -28,6 +28,7 @@ from jaxdp.datasets.io import (
     TableWriter,
     atomic_write_text,
     detect_format,
+    id_values,
     open_table,
 )
 
@@ -430,7 +431,9 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
             for x, ids, row0 in _prefetch(reader.batches()):
                 if strict:
                     _strict_check(reader, x, row0, lo, hi, columns)
-                id_list = None if ids is None else ids.to_pylist()
+                if ids is not None and writer.id_type is None:
+                    writer.id_type = ids.type  # released ids are written back in the input's type
+                id_list = None if ids is None else id_values(ids)
                 if id_list is not None:
                     id_of.update(zip(range(row0, row0 + len(id_list)), id_list))
                 if diag is not None:

@@ -29,6 +29,34 @@ _MAGIC = [(b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"), (b"\x
 _CHUNK_ROWS = 131_072
 
 
+def _plain_id_type(t):
+    """The type ids are written back in: a dictionary's value type, else the input's."""
+    pa = _pyarrow()
+    return t.value_type if pa.types.is_dictionary(t) else t
+
+
+def id_values(ids) -> list:
+    """An Arrow id column as exact, hashable Python values: temporal ids as their integer counts (found in review:
+    nanosecond timestamps came back as microsecond datetimes, merged or misprinted), others as `to_pylist`."""
+    pa = _pyarrow()
+    t = _plain_id_type(ids.type)
+    if pa.types.is_temporal(t):
+        return (ids.dictionary_decode() if pa.types.is_dictionary(ids.type) else ids).cast(pa.int64()).to_pylist()
+    return ids.to_pylist()
+
+
+def _id_array(values, id_type):
+    """`id_values` back into an Arrow array of the input's type (found in review: the type was guessed, so uint64
+    ids ≥ 2⁶³ overflowed and nanosecond timestamps were truncated)."""
+    pa = _pyarrow()
+    if id_type is None:
+        return pa.array(values)
+    t = _plain_id_type(id_type)
+    if pa.types.is_temporal(t):
+        return pa.array(values, pa.int64()).cast(t)
+    return pa.array(values, type=t)
+
+
 class InputError(Exception):
     """A problem with the user's input or options, reported with exit code 2 and a message saying what to fix."""
 
@@ -336,7 +364,9 @@ class TableReader:
             if col.null_count:
                 r = int(np.flatnonzero(np.asarray(col.is_null()))[0])
                 raise InputError(f"{self._where(row + r)}, column {name!r}: the value is missing; fill it in.")
-            return np.asarray(col.cast(pa.float64()), np.float64)
+            # integers beyond 2⁵³ (nanosecond epochs, 64-bit hashes) round to the nearest float64, as a CSV's text
+            # does (found in review: the safe cast raised, a traceback quoting the cell)
+            return np.asarray(col.cast(pa.float64(), safe=False), np.float64)
         if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):  # stdin: read as text, cast here
             try:
                 return np.asarray(col.cast(pa.float64()), np.float64)  # pyarrow's number syntax, as for files
@@ -524,14 +554,17 @@ class TableWriter:
         except TypeError:  # pyarrow without quoting_header: names are quoted
             return pc.WriteOptions(delimiter=self.delimiter, batch_size=65_536)
 
+    id_type = None  # the input's id type, set by the caller: ids are written back in it (`id_values`)
+
     def write(self, records: np.ndarray, ids=None):
-        """Append released records ``[k, d]`` (float32/float64) and their ids (any pyarrow array or list)."""
+        """Append released records ``[k, d]`` (float32/float64) and their ids (any pyarrow array, or a list of
+        `id_values`, written in `id_type` when it is set)."""
         pa = _pyarrow()
         cols = []
         j = 0
         for name in self.names:
             if name == self.id_column:
-                cols.append(ids if isinstance(ids, (pa.Array, pa.ChunkedArray)) else pa.array(ids))
+                cols.append(ids if isinstance(ids, (pa.Array, pa.ChunkedArray)) else _id_array(ids, self.id_type))
             else:
                 cols.append(pa.array(np.ascontiguousarray(records[:, j])))
                 j += 1

@@ -584,3 +584,37 @@ def test_unwritable_output_and_report_folders_are_refused_before_any_work(tmp_pa
         err = capsys.readouterr().err
         assert code == 2 and f"{what} {locked} is not writable" in err and "Traceback" not in err, err
         assert not out.exists() and not list(locked.iterdir())
+
+
+@pytest.mark.parametrize("kind", ["timestamp ns", "uint64", "int8"])
+def test_ids_are_written_back_exactly_in_their_input_type(tmp_path, capsys, kind):
+    """Found in review: released ids were rebuilt with a guessed type, so nanosecond timestamps came back truncated
+    to microseconds (six distinct ids printed identical), uint64 ids ≥ 2⁶³ overflowed after the whole run, and int8
+    became int64."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ids = {"timestamp ns": pa.array(1_700_000_000_000_000_000 + np.arange(6), pa.timestamp("ns")),
+           "uint64": pa.array(2**63 + np.arange(6, dtype=np.uint64), pa.uint64()),
+           "int8": pa.array(np.arange(6, dtype=np.int8), pa.int8())}[kind]  # fmt: skip
+    src, out = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    pq.write_table(pa.table({"id": ids, "x": pa.array(np.linspace(1.0, 6.0, 6))}), src)
+    code, _ = _run_file(tmp_path, str(src), "-o", str(out), "--ids-column", "id", "--bounds", "0:10", "--delay", "8",
+                        "--records-per-subject", "1")  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    got = pq.read_table(out).column("id")
+    assert got.type == ids.type and got.to_pylist() == ids.to_pylist()
+
+
+def test_integer_columns_beyond_2_53_are_read_as_the_nearest_float(tmp_path, capsys):
+    # found in review: Parquet int64 values beyond 2**53 (nanosecond epochs) ended in a traceback quoting the cell;
+    # they round to the nearest float64, as the same numbers written in a CSV do
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src, out = tmp_path / "in.parquet", tmp_path / "out.csv"
+    t = pa.array(1_734_600_000_000_000_001 + np.arange(8), pa.int64())
+    pq.write_table(pa.table({"t": t, "x": pa.array(np.linspace(1.0, 8.0, 8))}), src)
+    code, _ = _run_file(tmp_path, str(src), "-o", str(out), "--bounds", "1.7e18:1.8e18,0:100", "--noise", "float64")
+    err = capsys.readouterr().err
+    assert code == 0 and "Traceback" not in err and "1734600000000000001" not in err, err
