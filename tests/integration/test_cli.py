@@ -603,7 +603,7 @@ def test_ids_are_written_back_exactly_in_their_input_type(tmp_path, capsys, kind
                         "--records-per-subject", "1")  # fmt: skip
     assert code == 0, capsys.readouterr().err
     got = pq.read_table(out).column("id")
-    assert got.type == ids.type and got.to_pylist() == ids.to_pylist()
+    assert got.type == ids.type and got.equals(pa.chunked_array([ids]))  # (no to_pylist: ns needs pandas)
 
 
 def test_integer_columns_beyond_2_53_are_read_as_the_nearest_float(tmp_path, capsys):
