@@ -192,13 +192,13 @@ def _check_range(bounds, noise):
     """float32 holds ±3.4e38: wider domains need --noise float64 (a narrow domain far from zero is fine)."""
     if noise == "float64":
         return
-    top = float(np.finfo(np.float32).max)
-    width = np.asarray(bounds[1], np.float64) - np.asarray(bounds[0], np.float64)
-    # the codec's own check (`hvc.stream`), made here before JAX starts (found in review: a domain whose squared
-    # widths overflow float32 — e.g. nanosecond timestamps — ended in a traceback)
-    if np.any(np.abs(bounds[0]) > top / 4) or np.any(np.abs(bounds[1]) > top / 4) or np.sum(width**2) * 64 > top:
-        raise InputError("the domain is too wide for float32 arithmetic (a bound beyond 8.5e+37, or the columns' "
-                         "squared widths summing beyond 5.3e+36): pass --noise float64, or rescale the data.")
+    from jaxdp._domain import too_wide
+
+    # the codec's own check, made here before JAX starts (found in review: a domain whose squared widths overflow
+    # float32 — e.g. nanosecond timestamps — ended in a traceback)
+    reason = too_wide(bounds[0], bounds[1], np.float32)
+    if reason:
+        raise InputError(f"{reason}: pass --noise float64, or rescale the data.")
 
 
 def _parse_split(text):

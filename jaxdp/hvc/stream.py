@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdp import _host
+from jaxdp._domain import too_wide
 from jaxdp.hvc import codec
 from jaxdp.hvc.config import VARIANCE_SHARE, HVCConfig
 from jaxdp.privacy import release_is_private
@@ -668,14 +669,9 @@ def _check_float_range(lo, hi, dtype, epsilon=None):
     if epsilon is not None and not float(info.tiny) * 2.0**60 <= epsilon <= float(info.max) * 2.0**-60:
         raise ValueError(f"epsilon = {epsilon:g} is outside [{float(info.tiny) * 2.0**60:.3g}, "
                          f"{float(info.max) * 2.0**-60:.3g}], where {info.dtype} keeps the budgets and noise finite.")
-    top = float(info.max)
-    width = np.asarray(hi, np.float64) - np.asarray(lo, np.float64)
-    # the message names the limits, not the bounds (found in review: bounds taken from the data were quoted, and
-    # error messages end up in logs)
-    if np.any(np.maximum(np.abs(lo), np.abs(hi)) > top / 4) or np.sum(width**2) * 64 > top:
-        raise ValueError(f"the domain is too wide for {np.dtype(dtype).name} arithmetic (a bound beyond "
-                         f"{top / 4:.3g}, or the columns' squared widths summing beyond {top / 64:.3g}): rescale the "
-                         'data, or use noise="float64".')
+    reason = too_wide(lo, hi, dtype)  # (`jaxdp._domain`: the CLI makes the same check before JAX starts)
+    if reason:
+        raise ValueError(f'{reason}: rescale the data, or use noise="float64".')
 
 
 def anonymize(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bounds, ids=None) -> Result:
