@@ -365,6 +365,8 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
             how = "1.5 x data max (paper Sec. 5.4) -- NOT private: these bounds read the data"
             bounds_public = False
     if per_subject is None:  # the paper's accounting protects l records; with k per subject there is no l
+        if target is None and rows == 0:  # found in review: an empty Parquet table said "target_length must be >= 1"
+            raise InputError(f"{path} has no records: nothing to anonymize.")
         target = target or rows
     if args.bounds != "data":
         how, bounds_public = "public bounds given with --bounds", True
@@ -629,7 +631,7 @@ def _strict_check(reader, x, row0, lo, hi, columns):
         r, c = bad[0]
         side = "below" if x[r, c] < lo[c] else "above"
         raise InputError(
-            f"--strict-bounds: a value is outside the domain at {reader._where(row0 + r)}, column {columns[c]!r}: "
+            f"--strict-bounds: a value is outside the domain at {reader.where(row0 + r)}, column {columns[c]!r}: "
             f"{side} [{lo[c]:g}, {hi[c]:g}]. Widen --bounds or drop --strict-bounds to clip them."
         )
 

@@ -11,6 +11,7 @@ This module imports neither JAX nor the rest of jaxdp, so the CLI can check file
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import os
@@ -95,6 +96,42 @@ def detect_format(path: str, fmt: str | None = None) -> tuple[str, str | None]:
 def _sniff(path: str) -> bytes:
     with open(path, "rb") as f:
         return f.read(8)
+
+
+class _Utf8(io.RawIOBase):
+    """A byte stream in `encoding`, re-encoded as UTF-8 as it is read, counting lines so that a byte that is not
+    valid text is reported with its line. Used for stdin (found in review: a UTF-16 stdin was split at its first
+    b"\\n" byte and refused, while the same file was read) and for the rescans that name an error's line."""
+
+    def __init__(self, raw, encoding: str, name: str):
+        try:
+            self._dec = codecs.getincrementaldecoder(encoding)(errors="strict")
+        except LookupError:
+            raise InputError(f"--encoding {encoding!r} is not an encoding Python knows (try utf-8 or latin-1).") from None
+        self._raw, self._enc, self._name = raw, encoding, name
+        self._out, self._pos, self._eof, self._lines = b"", 0, False, 0
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        while self._pos == len(self._out) and not self._eof:
+            chunk = self._raw.read(1 << 20)
+            self._eof = not chunk
+            try:
+                text = self._dec.decode(chunk, final=self._eof)
+            except UnicodeDecodeError as err:
+                good = err.object[: err.start].decode(self._enc, errors="replace")
+                line = self._lines + good.count("\n") + 1
+                raise InputError(f"{self._name}, line {line}: not valid {self._enc} text (byte "
+                                 f"{err.object[err.start]:#x}); pass the file's encoding, e.g. --encoding "
+                                 "latin-1.") from None  # fmt: skip
+            self._lines += text.count("\n")
+            self._out, self._pos = text.encode("utf-8"), 0
+        n = min(len(b), len(self._out) - self._pos)
+        b[:n] = self._out[self._pos : self._pos + n]
+        self._pos += n
+        return n
 
 
 class TableReader:
@@ -185,12 +222,21 @@ class TableReader:
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, ValueError) as err:
             raise InputError(f"{self.path}: cannot open as {codec}-compressed CSV ({err}).") from None
 
+    def _parse_options(self):
+        """pyarrow's parse options. In a one-column file a blank line is a record whose value is missing (refused
+        like any missing value), not nothing: found in review, pyarrow's default skipped it and lost the record
+        silently. With more columns a blank line holds no values and is skipped, as CSV readers do."""
+        import pyarrow.csv as pc
+
+        one_column = len(getattr(self, "names", ())) == 1
+        return pc.ParseOptions(delimiter=self.delimiter, ignore_empty_lines=not one_column)
+
     def _csv_open(self, stream, column_types=None):
         import pyarrow.csv as pc
 
         pa = _pyarrow()
         read = pc.ReadOptions(block_size=1 << 22, encoding=self.encoding)
-        parse = pc.ParseOptions(delimiter=self.delimiter)
+        parse = self._parse_options()
         conv = pc.ConvertOptions(column_types=column_types or {}, null_values=[], strings_can_be_null=False)
         try:
             return pc.open_csv(stream, read_options=read, parse_options=parse, convert_options=conv)
@@ -222,20 +268,18 @@ class TableReader:
         import pyarrow.csv as pc
 
         pa = _pyarrow()
-        buf = sys.stdin.buffer
+        buf = io.BufferedReader(_Utf8(sys.stdin.buffer, self.encoding, "stdin"), 1 << 20)  # any encoding -> UTF-8
         first = buf.readline()
         if not first.strip():
             raise InputError("stdin is empty: expected a header row and numeric records.")
-        try:
-            text = first.decode(self.encoding)
-        except LookupError:
-            raise InputError(f"--encoding {self.encoding!r} is not an encoding Python knows (try utf-8 or latin-1).") from None
+        text = first.decode("utf-8")
         names = next(csv.reader([text.lstrip("\ufeff").rstrip("\r\n")], delimiter=self.delimiter))
-        read = pc.ReadOptions(block_size=1 << 22, encoding=self.encoding, column_names=names)
+        self.names = names
+        read = pc.ReadOptions(block_size=1 << 22, encoding="utf-8", column_names=names)
         conv = pc.ConvertOptions(column_types={n: pa.string() for n in names}, null_values=[], strings_can_be_null=False)
         try:
             self._stream = pc.open_csv(pa.PythonFile(buf, mode="r"), read_options=read,
-                                       parse_options=pc.ParseOptions(delimiter=self.delimiter), convert_options=conv)
+                                       parse_options=self._parse_options(), convert_options=conv)
         except (pa.ArrowInvalid, UnicodeDecodeError) as err:
             raise self._csv_error(err) from None
         except (OSError, EOFError) as err:
@@ -262,8 +306,8 @@ class TableReader:
         conv = pc.ConvertOptions(include_columns=[first], column_types={first: pa.string()}, null_values=[],
                                  strings_can_be_null=False)  # fmt: skip
         try:
-            reader = pc.open_csv(self._raw_stream(), read_options=read,
-                                 parse_options=pc.ParseOptions(delimiter=self.delimiter), convert_options=conv)  # fmt: skip
+            reader = pc.open_csv(self._raw_stream(), read_options=read, parse_options=self._parse_options(),
+                                 convert_options=conv)  # fmt: skip
             return sum(batch.num_rows for batch in reader)
         except (pa.ArrowInvalid, UnicodeDecodeError) as err:
             raise self._csv_error(err) from None
@@ -285,14 +329,14 @@ class TableReader:
             bad = ~np.isfinite(x)
             if bad.any():
                 r, c = np.argwhere(bad)[0]
-                raise InputError(f"{self._where(row + r)}, column {self.columns[c]!r}: a value is not finite "
+                raise InputError(f"{self.where(row + r)}, column {self.columns[c]!r}: a value is not finite "
                                  "(NaN/inf): remove or impute it before anonymizing.")  # fmt: skip
             ids = None if self.id_column is None else batch.column(batch.schema.get_field_index(self.id_column))
             if ids is not None:
                 empty = self._missing_ids(ids, row)
                 if empty.any():
                     r = int(np.flatnonzero(empty)[0])
-                    raise InputError(f"{self._where(row + r)}: the id in column {self.id_column!r} is empty "
+                    raise InputError(f"{self.where(row + r)}: the id in column {self.id_column!r} is empty "
                                      "(every record needs its subject's id).")
             yield x, ids, row
             row += batch.num_rows
@@ -310,7 +354,7 @@ class TableReader:
         if pa.types.is_dictionary(t):
             ids, t = ids.dictionary_decode(), t.value_type
         if pa.types.is_nested(t):
-            raise InputError(f"{self._where(row)}: the id column {self.id_column!r} holds {t} values; ids must be "
+            raise InputError(f"{self.where(row)}: the id column {self.id_column!r} holds {t} values; ids must be "
                              "numbers or text (one value per record).")
         empty = np.asarray(ids.is_null())
         if pa.types.is_string(t) or pa.types.is_large_string(t) or str(t) == "string_view":  # CSV: "" is missing
@@ -363,11 +407,16 @@ class TableReader:
         if pa.types.is_floating(col.type) or pa.types.is_integer(col.type) or pa.types.is_decimal(col.type):
             if col.null_count:
                 r = int(np.flatnonzero(np.asarray(col.is_null()))[0])
-                raise InputError(f"{self._where(row + r)}, column {name!r}: the value is missing; fill it in.")
+                raise InputError(f"{self.where(row + r)}, column {name!r}: the value is missing; fill it in.")
             # integers beyond 2⁵³ (nanosecond epochs, 64-bit hashes) round to the nearest float64, as a CSV's text
             # does (found in review: the safe cast raised, a traceback quoting the cell)
             return np.asarray(col.cast(pa.float64(), safe=False), np.float64)
         if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):  # stdin: read as text, cast here
+            import pyarrow.compute as pac
+
+            # spaces and tabs around a number are trimmed, as pyarrow's CSV reader does for a file (found in
+            # review: " 5 " was read from a file and refused from stdin)
+            col = pac.utf8_trim(col, characters=" \t")
             try:
                 return np.asarray(col.cast(pa.float64()), np.float64)  # pyarrow's number syntax, as for files
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -378,18 +427,31 @@ class TableReader:
                 break
         else:
             r = 0
-        raise InputError(f"{self._where(row + r)}, column {name!r}: the value is not a number "
-                         "(all columns but --ids-column must be numeric).")  # fmt: skip  (never the value: logs)
+        raise InputError(f"{self.where(row + r)}, column {name!r}: " + _not_a_number(vals[r] if vals else None))
 
-    def _where(self, data_row: int) -> str:
-        if self.fmt == "csv":
-            return f"{self.path}, line {data_row + 2}"
-        return f"{self.path}, row {data_row + 1}"
+    def where(self, data_row: int) -> str:
+        """Where data row `data_row` (0 = the first record after the header) is, for a message: a CSV file's
+        line, found by a rescan on this error path (found in review: the line was computed as row + 2, wrong
+        after blank lines or values quoted over several lines); stdin cannot be rescanned, so its record."""
+        if self.fmt != "csv":
+            return f"{self.path}, row {data_row + 1}"
+        if self.path == "-":
+            return f"stdin, record {data_row + 1} after the header"
+        try:
+            for i, (line, _) in enumerate(self._rescan_records()):
+                if i == data_row:
+                    return f"{self.path}, line {line}"
+        except InputError:
+            pass
+        return f"{self.path}, record {data_row + 1} after the header"
 
     def _csv_error(self, err) -> InputError:
         """Turn a pyarrow CSV error into a message with the line and column (rescanning the file)."""
         text = str(err)
         if isinstance(err, (UnicodeDecodeError, LookupError)) or "UTF8" in text or "utf-8" in text.lower():
+            found = self._locate_bad_cell()  # names the line when the rescan finds the bad byte
+            if found and "not valid" in found:
+                return InputError(found)
             return InputError(f"{self.path} is not valid {self.encoding} text ({text.splitlines()[0]}); pass the "
                               "file's encoding, e.g. --encoding latin-1.")  # fmt: skip
         found = self._locate_bad_cell()
@@ -398,47 +460,64 @@ class TableReader:
         return InputError(f"{self.path}: cannot read it as CSV ({_arrow_reason(text)}). Check --delimiter "
                           "and that every row has one value per header column.")  # fmt: skip
 
+    def _rescan(self):
+        """Yield ``(first line, cells)`` for every row, the header first, with Python's csv module over the file
+        read again as a stream (only on an error path; O(1) memory whatever the file's size). Blank lines are
+        yielded as empty rows. Raises `InputError` if the text is not valid in the encoding (naming the line)."""
+        import pyarrow as pa
+
+        codec = self._codec_for_rescan()
+        if codec == "xz":
+            import lzma
+
+            raw = lzma.open(self.path, "rb")
+        elif codec is None:
+            raw = open(self.path, "rb")  # noqa: SIM115 - closed below
+        else:
+            raw = pa.input_stream(self.path, compression=codec)
+        try:
+            text = io.TextIOWrapper(io.BufferedReader(_Utf8(raw, self.encoding, self.path), 1 << 20),
+                                    encoding="utf-8", newline="")  # fmt: skip
+            reader = csv.reader(text, delimiter=self.delimiter)
+            line = 0
+            for cells in reader:
+                yield line + 1, cells
+                line = reader.line_num
+        finally:
+            raw.close()
+
+    def _rescan_records(self):
+        """`_rescan`'s rows that pyarrow reads as records: blank lines are skipped except in a one-column file."""
+        rows = self._rescan()
+        header = next(rows, (1, []))[1]
+        one_column = len(header) == 1
+        for line, cells in rows:
+            if cells or one_column:
+                yield line, cells
+
     def _locate_bad_cell(self) -> str | None:
         """Rescan with Python's csv module (only after an error) to name the first bad line and column."""
         if self.path == "-":
             return None
-        import pyarrow as pa
-
+        pa = _pyarrow()
         try:
-            codec = self._codec_for_rescan()
-            if codec == "xz":
-                import lzma
-
-                with lzma.open(self.path, "rb") as f:
-                    raw = f.read()
-            else:
-                raw = pa.input_stream(self.path, compression=codec).read()
-        except (pa.ArrowInvalid, OSError, EOFError, ValueError):
+            header = next(self._rescan(), (1, []))[1]
+            if header:
+                header[0] = header[0].lstrip("\ufeff")
+            for line_no, cells in self._rescan_records():
+                if not cells:  # a blank line in a one-column file
+                    return (f"{self.path}, line {line_no}: the line is blank, which in a one-column file is a "
+                            "missing value; fill it in or delete the line.")  # fmt: skip
+                if len(cells) != len(header):
+                    return (f"{self.path}, line {line_no}: {len(cells)} values, but the header has {len(header)} "
+                            "columns (check --delimiter and quoting).")  # fmt: skip
+                for name, cell in zip(header, cells):
+                    if name != self.id_column and not _is_csv_number(cell):
+                        return f"{self.path}, line {line_no}, column {name!r}: " + _not_a_number(cell)
+        except InputError as err:
+            return str(err)
+        except (pa.ArrowInvalid, OSError, EOFError, ValueError, csv.Error):
             return None
-        try:
-            text = raw.decode(self.encoding, errors="strict")
-        except UnicodeDecodeError as err:
-            line = raw[: err.start].count(b"\n") + 1
-            return (f"{self.path}, line {line}: not valid {self.encoding} text (byte {raw[err.start]:#x}); pass the "
-                    "file's encoding, e.g. --encoding latin-1.")  # fmt: skip
-        except LookupError:
-            return f"--encoding {self.encoding!r} is not an encoding Python knows (try utf-8 or latin-1)."
-        text = text.lstrip("\ufeff")
-        reader = csv.reader(io.StringIO(text, newline=""), delimiter=self.delimiter)
-        header = next(reader, [])
-        for line_no, cells in enumerate(reader, start=2):
-            if not cells:
-                continue
-            if len(cells) != len(header):
-                return (f"{self.path}, line {line_no}: {len(cells)} values, but the header has {len(header)} "
-                        "columns (check --delimiter and quoting).")  # fmt: skip
-            for name, cell in zip(header, cells):
-                if name == self.id_column:
-                    continue
-                if not _is_csv_number(cell):
-                    return (f"{self.path}, line {line_no}, column {name!r}: the value is not a number (all columns "
-                            "but --ids-column must be numeric; write numbers like 1000 or 1.5e3, without "
-                            "separators such as 1_000 or 1,000).")  # fmt: skip  (never the value: logs)
         return None
 
     def _codec_for_rescan(self):
@@ -466,6 +545,14 @@ def _arrow_reason(text: str) -> str:
     if m:
         return f"a value in column #{m.group(1)} (from 0) is not a {m.group(2)}"
     return "pyarrow's CSV reader rejected it"
+
+
+def _not_a_number(cell) -> str:
+    """Why a cell is not read as a number and what to do, without quoting it (messages end up in logs)."""
+    if cell is None or not str(cell).strip(" \t"):
+        return "the value is missing; fill it in (every column but --ids-column needs a number in every record)."
+    return ("the value is not a number (all columns but --ids-column must be numeric; write numbers like 1000 or "
+            "1.5e3, without separators such as 1_000 or 1,000).")
 
 
 def _is_csv_number(cell: str) -> bool:

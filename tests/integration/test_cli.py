@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from io import BytesIO, TextIOWrapper
 
 import numpy as np
 import pyarrow as pa
@@ -403,6 +404,13 @@ CASES = [
     ("empty id", lambda p: p.write_text("id,a,b\nx,1,2\n,3,4\n"), ["--ids-column", "id", "--bounds", "0:10,0:10"],
      "line 3: the id in column 'id' is empty"),  # was read as one subject "" (merging people)
     ("strict", lambda p: p.write_text("a,b,c\n1,2,30\n"), ["--strict-bounds"], "column 'c'"),
+    # found in review: a blank line in a one-column file (a missing value) was skipped, losing the record silently
+    ("one-column blank line", lambda p: p.write_text("a\n1\n\n3\n"), ["--bounds", "0:10"], "line 3: the line is blank"),
+    # found in review: lines were counted as record + 2, wrong after blank lines and ids quoted over two lines
+    ("line after blank and quoted", lambda p: p.write_text('id,a,b,c\nx,1,2,3\n\n"p\nq",4,5,6\ny,7,nan,9\n'),
+     ["--ids-column", "id", "--target-length", "3"], "line 6, column 'b'"),
+    ("bad byte after blank", lambda p: p.write_bytes(b"a,b,c\n1,2,3\n\n4,5,\xff6\n"), [], "line 4: not valid utf-8"),
+    ("empty cell", lambda p: p.write_text("a,b,c\n1,,3\n"), [], "line 2, column 'b': the value is missing"),
     # found in review: the anonymizer's own refusals ended in a traceback (exit 1)
     ("epsilon beyond float32", None, ["--epsilon", "1e308"], "epsilon"),
     ("grid budget", None, ["--noise", "grid", "--epsilon", "1e-5"], "grid"),
@@ -618,3 +626,47 @@ def test_integer_columns_beyond_2_53_are_read_as_the_nearest_float(tmp_path, cap
     code, _ = _run_file(tmp_path, str(src), "-o", str(out), "--bounds", "1.7e18:1.8e18,0:100", "--noise", "float64")
     err = capsys.readouterr().err
     assert code == 0 and "Traceback" not in err and "1734600000000000001" not in err, err
+
+
+def _stdin(monkeypatch, data: bytes):
+    monkeypatch.setattr(sys, "stdin", TextIOWrapper(BytesIO(data)))
+
+
+@pytest.mark.parametrize("name, text, encoding", [
+    ("spaces", "a,b,c\n 5 ,1,2\n\t3,4 ,5\n", "utf-8"),  # found in review: read from a file, refused from stdin
+    ("blank lines", "a,b,c\n1,2,3\n\n4,5,6\n", "utf-8"),
+    ("utf-16", "a,b,c\n1,2,3\n4,5,6\n", "utf-16"),  # found in review: stdin was split at its first b"\\n" byte
+], ids=["spaces", "blank lines", "utf-16"])
+def test_stdin_reads_what_a_file_reads(tmp_path, capsys, monkeypatch, name, text, encoding):
+    src = tmp_path / "in.csv"
+    src.write_bytes(text.encode(encoding))
+    common = [*BOUNDS, "--seed", "3", "--target-length", "2", "--encoding", encoding, "--quiet"]
+    assert cli.main(["anonymize", str(src), "-o", str(tmp_path / "f.csv"), *common]) == 0, capsys.readouterr().err
+    _stdin(monkeypatch, src.read_bytes())
+    assert cli.main(["anonymize", "-", "-o", str(tmp_path / "s.csv"), *common]) == 0, capsys.readouterr().err
+    assert (tmp_path / "s.csv").read_text() == (tmp_path / "f.csv").read_text()
+    assert len((tmp_path / "s.csv").read_text().splitlines()) == 3
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"a\n1\n\n3\n", "stdin, record 2 after the header, column 'a': the value is missing"),
+    (b"a,b,c\n1,2,3\n\n4,5,\xff6\n", "stdin, line 4: not valid utf-8 text"),
+    (b"a,b,c\n1,2,3\n7,nan,9\n", "stdin, record 2 after the header, column 'b'"),
+], ids=["one-column blank", "bad byte", "nan"])
+def test_stdin_errors_name_the_record_or_line(tmp_path, capsys, monkeypatch, data, message):
+    bounds = ["--bounds", "0:10"] if data.startswith(b"a\n") else BOUNDS
+    _stdin(monkeypatch, data)
+    out = tmp_path / "s.csv"
+    assert cli.main(["anonymize", "-", "-o", str(out), *bounds, "--target-length", "3", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err, err
+    assert not out.exists()
+
+
+def test_an_empty_table_is_refused_as_empty(tmp_path, capsys):
+    """Found in review: an empty Parquet table said "target_length must be >= 1, got 0"."""
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({n: pa.array([], pa.float64()) for n in "abc"}), src)
+    assert cli.main(["anonymize", str(src), "-o", str(tmp_path / "o.parquet"), *BOUNDS, "--quiet"]) == 2
+    assert "has no records" in capsys.readouterr().err
+    assert not (tmp_path / "o.parquet").exists()
