@@ -474,7 +474,7 @@ class _FrameMeans:
             out = _noisy_rows(key, jnp.asarray(np.pad(values, rows), dtype),
                               jnp.asarray(np.pad(eps, ((0, 0),) * len(reps) + rows, constant_values=1.0), dtype),
                               jnp.asarray(np.pad(sens[None, :] / sizes[:, None], rows, constant_values=1.0), dtype),
-                              idx, _BASE_STREAMS[q], kernel, coordinates)
+                              idx, np.uint32(_BASE_STREAMS[q]), np.int32(coordinates), kernel)
             return np.asarray(out, np.float64)[..., :f, :]  # fmt: skip
 
         def running(q, noisy, w):  # inverse-variance weighted running average over frames (and earlier calls)
@@ -534,15 +534,17 @@ class _FrameMeans:
         return base, energy, np.where(live, 1.0 - self.share, 0.0)
 
 
-@functools.partial(jax.jit, static_argnums=(5, 6, 7))
-def _noisy_rows(key, values, eps, sens, idx, stream, noise, coordinates):
+@functools.partial(jax.jit, static_argnums=(7,))
+def _noisy_rows(key, values, eps, sens, idx, stream, coordinates, noise):
     """``values [F, d]`` + Laplace(sens/eps) (``eps [(R,) F, 1]``), frame f with key ``fold_in(fold_in(key,
     stream), idx[f])``; `key` ``[]`` or ``[R]`` → ``[(R,) F, d]``. `coordinates`: of a row, how many one record
-    can move under one budget (`mechanisms.laplace_mechanism`; matters for the grid sampler only)."""
+    can move under one budget (`mechanisms.laplace_mechanism`; matters for the grid sampler only). `stream` and
+    `coordinates` are traced, not static, so that the means and the variances query share one program (a
+    first call compiled it twice)."""
     from jaxdp import mechanisms
 
     def one(k, e):
-        k_q = jax.random.fold_in(k, jnp.uint32(stream))
+        k_q = jax.random.fold_in(k, stream)
         keys = jax.vmap(lambda i: jax.random.fold_in(k_q, i))(idx)
         return jax.vmap(lambda kk, m, ee, s: mechanisms.laplace_mechanism(kk, m, epsilon=ee, sensitivity=s, noise=noise,
                                                                           coordinates=coordinates))(keys, values, e, sens)  # fmt: skip
