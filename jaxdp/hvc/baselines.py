@@ -60,14 +60,10 @@ def pln(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bounds, i
         dtype = jnp.zeros(()).dtype
         shape = (*key.shape, *x.shape)
         eps = jnp.asarray(eps_frames[frame][:, None], dtype)  # the frame budget of each record
-
-        def release(k, v):
-            # one subject's record: its d coordinates move (the other rows are other subjects)
-            return mechanisms.laplace_mechanism(k, v, epsilon=eps, sensitivity=sens, noise=kernel, coordinates=v.shape[-1])
-
         xj = jnp.asarray(x - lo, dtype)  # shifted in float64 first: x itself may not fit float32's resolution
-        release = jax.jit(release)
-        out = release(key, xj) if key.shape == () else jax.vmap(release, in_axes=(0, None))(key, xj)
+        # one subject's record: its d coordinates move (the other rows are other subjects); one module-level
+        # program (a function jitted here was traced and compiled again at every call)
+        out = _noisy_rows(key, xj, eps, jnp.asarray(sens, dtype), kernel)
         out = (np.asarray(out, np.float64) + lo).reshape(shape).astype(_output_dtype(lo, hi, dtype))
     return Result(
         records=out, index=index, delay=np.zeros_like(index), footrule=np.zeros_like(index), capped=planner.capped,
@@ -99,16 +95,18 @@ def _group_release(key, x, group, eps_group, sizes, sens, config, lo, hi):
         dtype = jnp.zeros(()).dtype
         eps = jnp.asarray(eps_group[:, None], dtype)
         sens_g = jnp.asarray((sens / sizes)[:, None], dtype)
-        out = _noisy_means(key, jnp.asarray(means, dtype), eps, sens_g, mechanisms.kernel_noise(noise))
+        out = _noisy_rows(key, jnp.asarray(means, dtype), eps, sens_g, mechanisms.kernel_noise(noise))
         return np.asarray(out, np.float64) + lo
 
 
 @functools.partial(jax.jit, static_argnums=(4,))
-def _noisy_means(key, means, eps, sens, noise):
+def _noisy_rows(key, rows, eps, sens, noise):
+    """``rows [G, d]`` + Laplace(sens/eps) per row, one record moving one row's d coordinates (a group's
+    means, or a record for `pln`); `key` ``[]`` or ``[R]`` → ``[(R,) G, d]``."""
+
     def release(k):
-        # one record moves its group's d means (the other groups: other records)
-        return mechanisms.laplace_mechanism(k, means, epsilon=eps, sensitivity=sens, noise=noise,
-                                            coordinates=means.shape[-1])
+        return mechanisms.laplace_mechanism(k, rows, epsilon=eps, sensitivity=sens, noise=noise,
+                                            coordinates=rows.shape[-1])
 
     return release(key) if key.shape == () else jax.vmap(release)(key)
 
