@@ -110,8 +110,14 @@ class _Utf8(io.RawIOBase):
         except LookupError:
             raise InputError(f"--encoding {encoding!r} is not an encoding Python knows (try utf-8 or latin-1).") from None
         self._raw, self._enc, self._name = raw, encoding, name
-        self._out, self._pos, self._eof, self._lines = b"", 0, False, 0
+        self._out, self._pos, self._eof, self._lines, self._cr = b"", 0, False, 0, False
         self.bytes_read = 0
+
+    def _newlines(self, text: str) -> int:
+        """Line ends in `text` as pyarrow counts them: CRLF, CR or LF (a CRLF split across chunks counts once).
+        Found in review: only LF was counted, so errors in a file with CR line ends were put on line 1."""
+        n = text.count("\n") + text.count("\r") - text.count("\r\n")
+        return n - 1 if self._cr and text.startswith("\n") else n
 
     def readable(self):
         return True
@@ -121,20 +127,71 @@ class _Utf8(io.RawIOBase):
             chunk = self._raw.read(1 << 20)
             self._eof = not chunk
             self.bytes_read += len(chunk)
+            state = self._dec.getstate()
             try:
                 text = self._dec.decode(chunk, final=self._eof)
             except UnicodeDecodeError as err:
-                good = err.object[: err.start].decode(self._enc, errors="replace")
-                line = self._lines + good.count("\n") + 1
+                # the valid text before the bad byte, decoded in the byte order found so far (found in review:
+                # a UTF-16 BE prefix after the first chunk was decoded as LE, and its lines were not counted)
+                prefix = codecs.getincrementaldecoder(self._enc)(errors="replace")
+                try:
+                    prefix.setstate((b"", state[1]))
+                except (TypeError, ValueError, IndexError):
+                    pass
+                line = self._lines + self._newlines(prefix.decode(err.object[: err.start])) + 1
                 raise InputError(f"{self._name}, line {line}: not valid {self._enc} text (byte "
                                  f"{err.object[err.start]:#x}); pass the file's encoding, e.g. --encoding "
                                  "latin-1.") from None  # fmt: skip
-            self._lines += text.count("\n")
+            self._lines += self._newlines(text)
+            self._cr = text.endswith("\r") if text else self._cr
             self._out, self._pos = text.encode("utf-8"), 0
         n = min(len(b), len(self._out) - self._pos)
         b[:n] = self._out[self._pos : self._pos + n]
         self._pos += n
         return n
+
+
+class _Prepend(io.RawIOBase):
+    """`head` bytes, then the rest of `raw` (stdin after its header was read ahead)."""
+
+    def __init__(self, head: bytes, raw):
+        self._head, self._raw = memoryview(head), raw
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        if len(self._head):
+            n = min(len(b), len(self._head))
+            b[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        return self._raw.readinto(b)
+
+
+def _header_end(data: bytes, eof: bool):
+    """``(blank lines before the header, start, end, after)`` of the header row in UTF-8 `data` — its bytes are
+    ``data[start:end]`` and the records begin at ``after`` — or None if more data is needed. A row ends at CRLF,
+    CR or LF outside double quotes, as pyarrow reads it (found in review: stdin's header was split at LF only,
+    so a CR-only input and a header with a quoted line break ended in a traceback)."""
+    blank, start, quoted, i, n = 0, 0, False, 0, len(data)
+    while i < n:
+        c = data[i]
+        if c == 0x22:
+            quoted = not quoted
+        elif not quoted and c in (0x0A, 0x0D):
+            after = i + 1
+            if c == 0x0D:
+                if after == n and not eof:
+                    return None  # a CRLF may be split across reads
+                if after < n and data[after] == 0x0A:
+                    after += 1
+            if i == start:  # a blank line before the header
+                blank, start, i = blank + 1, after, after
+                continue
+            return blank, start, i, after
+        i += 1
+    return (blank, start, n, n) if eof and start < n else None
 
 
 class TableReader:
@@ -152,6 +209,7 @@ class TableReader:
         self.chunk_rows = chunk_rows
         self.rows = None
         self._stream = None
+        self._stdin_empty = False
         self._open_schema()
 
     # -- schema -------------------------------------------------------------------------------
@@ -261,6 +319,10 @@ class TableReader:
                 return self._open_stdin()
             reader = self._csv_open(self._raw_stream())
             names = list(reader.schema.names)
+            if len(names) == 1:  # pyarrow skipped blank lines to find the header; the data pass will not
+                first = next(self._rescan(), None)
+                if first is not None and not first[1]:
+                    raise _leading_blank(self.path, 1)
         except UnicodeDecodeError as err:  # a header in another encoding (found in review: a traceback)
             raise InputError(f"{self.path}: the header is not valid {self.encoding} text (byte {err.object[err.start]:#x}); "
                              "pass the file's encoding, e.g. --encoding latin-1.") from None
@@ -271,13 +333,31 @@ class TableReader:
         import pyarrow.csv as pc
 
         pa = _pyarrow()
-        buf = io.BufferedReader(_Utf8(sys.stdin.buffer, self.encoding, "stdin"), 1 << 20)  # any encoding -> UTF-8
-        first = buf.readline()
-        if not first.strip():
+        utf8 = _Utf8(sys.stdin.buffer, self.encoding, "stdin")  # any encoding -> UTF-8
+        data, eof, chunk = b"", False, bytearray(1 << 20)
+        while (found := _header_end(data, eof)) is None and not eof:
+            n = utf8.readinto(chunk)
+            eof = n == 0
+            data += bytes(chunk[:n])
+        if found is None:
             raise InputError("stdin is empty: expected a header row and numeric records.")
-        text = first.decode("utf-8")
-        names = next(csv.reader([text.lstrip("\ufeff").rstrip("\r\n")], delimiter=self.delimiter))
+        blank, start, end, after = found
+        try:
+            text = data[start:end].decode("utf-8").lstrip("\ufeff")
+            names = next(csv.reader(io.StringIO(text, newline=""), delimiter=self.delimiter))
+        except csv.Error as err:
+            raise InputError(f"stdin: cannot read the header row as CSV ({err}); check --delimiter and quoting.") from None
         self.names = names
+        if blank and len(names) == 1:
+            raise _leading_blank("stdin", blank)
+        if after == len(data) and not eof:  # is anything left after the header?
+            n = utf8.readinto(chunk)
+            eof = n == 0
+            data += bytes(chunk[:n])
+        if after == len(data) and eof:  # a header and no records: nothing to read
+            self._stdin_empty = True
+            return names
+        buf = io.BufferedReader(_Prepend(data[after:], utf8), 1 << 20)
         read = pc.ReadOptions(block_size=1 << 22, encoding="utf-8", column_names=names)
         conv = pc.ConvertOptions(column_types={n: pa.string() for n in names}, null_values=[], strings_can_be_null=False)
         try:
@@ -389,7 +469,9 @@ class TableReader:
             else:
                 yield from self._ipc
             return
-        if self._stream is not None:  # stdin: inferred types, cast per batch
+        if self._stdin_empty:  # stdin with a header and no records
+            return
+        if self._stream is not None:  # stdin: every column as text, cast per batch
             reader = self._stream
         else:
             types = {n: pa.float64() for n in self.columns}
@@ -441,26 +523,27 @@ class TableReader:
         if self.path == "-":
             return f"stdin, record {data_row + 1} after the header"
         try:
-            for i, (line, _) in enumerate(self._rescan_records()):
+            for i, (line, _) in enumerate(self._rescan_records()[1]):
                 if i == data_row:
                     return f"{self.path}, line {line}"
-        except InputError:
+        except (InputError, csv.Error, OSError, EOFError, ValueError):  # e.g. a field past csv's size limit
             pass
         return f"{self.path}, record {data_row + 1} after the header"
 
     def _csv_error(self, err) -> InputError:
         """Turn a pyarrow CSV error into a message with the line and column (rescanning the file)."""
-        text = str(err)
-        if isinstance(err, (UnicodeDecodeError, LookupError)) or "UTF8" in text or "utf-8" in text.lower():
-            found = self._locate_bad_cell()  # names the line when the rescan finds the bad byte
-            if found and "not valid" in found:
-                return InputError(found)
-            return InputError(f"{self.path} is not valid {self.encoding} text ({text.splitlines()[0]}); pass the "
-                              "file's encoding, e.g. --encoding latin-1.")  # fmt: skip
+        # pyarrow's messages quote the offending cell or row, and messages end up in logs: only the rescan's
+        # finding (a position) or the shape of the problem is reported (found in review: a cell containing
+        # "utf-8" was taken for an encoding error and quoted in the message)
         found = self._locate_bad_cell()
         if found:
             return InputError(found)
-        return InputError(f"{self.path}: cannot read it as CSV ({_arrow_reason(text)}). Check --delimiter "
+        text = str(err)
+        name = "stdin" if self.path == "-" else self.path
+        if isinstance(err, (UnicodeDecodeError, LookupError)) or "invalid UTF8" in text:
+            return InputError(f"{name} is not valid {self.encoding} text; pass the file's encoding, e.g. "
+                              "--encoding latin-1.")  # fmt: skip
+        return InputError(f"{name}: cannot read it as CSV ({_arrow_reason(text)}). Check --delimiter "
                           "and that every row has one value per header column.")  # fmt: skip
 
     def _rescan(self):
@@ -494,13 +577,15 @@ class TableReader:
             raw.close()
 
     def _rescan_records(self):
-        """`_rescan`'s rows that pyarrow reads as records: blank lines are skipped except in a one-column file."""
+        """``(header cells, rows)``: the header is the first row that is not blank (pyarrow skips blank lines
+        before it), `rows` yields ``(line, cells)`` for what pyarrow reads as records: blank lines are skipped
+        except in a one-column file."""
         rows = self._rescan()
-        header = next(rows, (1, []))[1]
+        header = next((cells for _, cells in rows if cells), [])
+        if header:
+            header[0] = header[0].lstrip("\ufeff")
         one_column = len(header) == 1
-        for line, cells in rows:
-            if cells or one_column:
-                yield line, cells
+        return header, ((line, cells) for line, cells in rows if cells or one_column)
 
     def _locate_bad_cell(self) -> str | None:
         """Rescan with Python's csv module (only after an error) to name the first bad line and column."""
@@ -508,10 +593,8 @@ class TableReader:
             return None
         pa = _pyarrow()
         try:
-            header = next(self._rescan(), (1, []))[1]
-            if header:
-                header[0] = header[0].lstrip("\ufeff")
-            for line_no, cells in self._rescan_records():
+            header, rows = self._rescan_records()
+            for line_no, cells in rows:
                 if not cells:  # a blank line in a one-column file
                     return (f"{self.path}, line {line_no}: the line is blank, which in a one-column file is a "
                             "missing value; fill it in or delete the line.")  # fmt: skip
@@ -539,6 +622,13 @@ class TableReader:
             obj = getattr(self, attr, None)
             if obj is not None and hasattr(obj, "close"):
                 obj.close()
+
+
+def _leading_blank(name: str, blank: int) -> InputError:
+    """Found in review: in a one-column file, where blank lines are read as missing values, a blank first line
+    became the header (a traceback, or the header released as a record)."""
+    return InputError(f"{name} starts with {blank} blank line(s) before the header: in a one-column file a blank "
+                      "line is a missing value, so the header must be the first line; delete the blank lines.")
 
 
 def _arrow_reason(text: str) -> str:

@@ -411,6 +411,17 @@ CASES = [
      ["--ids-column", "id", "--target-length", "3"], "line 6, column 'b'"),
     ("bad byte after blank", lambda p: p.write_bytes(b"a,b,c\n1,2,3\n\n4,5,\xff6\n"), [], "line 4: not valid utf-8"),
     ("empty cell", lambda p: p.write_text("a,b,c\n1,,3\n"), [], "line 2, column 'b': the value is missing"),
+    # found in review: a blank first line became a one-column file's header (a traceback, or the header released)
+    ("one-column leading blank", lambda p: p.write_text("\nx\n1\n2\n"), ["--bounds", "0:10"], "starts with 1 blank"),
+    # found in review: only LF was counted (CR-only files: line 1), and a UTF-16 BE prefix past the first MiB was
+    # decoded as LE
+    ("bad byte, CR line ends", lambda p: p.write_bytes(b"a,b,c\r1,2,3\r4,5,6\r7,8,\xe9\r"), [], "line 4: not valid"),
+    ("bad utf-16 be past 1 MiB", lambda p: p.write_bytes(b"\xfe\xff" + ("a,b,c\n" + "1,2,3\n" * 120001).encode(
+        "utf-16-be") + "3,".encode("utf-16-be") + b"\xd8\x00" + "5\n".encode("utf-16-be")), ["--encoding", "utf-16"],
+     "line 120003: not valid"),
+    # found in review: a field past Python csv's size limit ended the rescan in a traceback; the record is named
+    ("huge id", lambda p: p.write_text("id,a,b,c\n" + "x" * 200_000 + ",1,2,3\ny,4,nan,6\n"),
+     ["--ids-column", "id", "--target-length", "2"], "record 2 after the header, column 'b'"),
     # found in review: the anonymizer's own refusals ended in a traceback (exit 1)
     ("epsilon beyond float32", None, ["--epsilon", "1e308"], "epsilon"),
     ("grid budget", None, ["--noise", "grid", "--epsilon", "1e-5"], "grid"),
@@ -636,7 +647,11 @@ def _stdin(monkeypatch, data: bytes):
     ("spaces", "a,b,c\n 5 ,1,2\n\t3,4 ,5\n", "utf-8"),  # found in review: read from a file, refused from stdin
     ("blank lines", "a,b,c\n1,2,3\n\n4,5,6\n", "utf-8"),
     ("utf-16", "a,b,c\n1,2,3\n4,5,6\n", "utf-16"),  # found in review: stdin was split at its first b"\\n" byte
-], ids=["spaces", "blank lines", "utf-16"])
+    # found in review: stdin's header was split at LF only (CR line ends and a quoted line break: tracebacks)
+    ("cr", "a,b,c\r1,2,3\r4,5,6\r", "utf-8"),
+    ("quoted header", 'a,"b\nx",c\r\n1,2,3\r\n4,5,6\r\n', "utf-8"),
+    ("leading blank", "\n\na,b,c\n1,2,3\n4,5,6\n", "utf-8"),
+], ids=["spaces", "blank lines", "utf-16", "cr", "quoted header", "leading blank"])
 def test_stdin_reads_what_a_file_reads(tmp_path, capsys, monkeypatch, name, text, encoding):
     src = tmp_path / "in.csv"
     src.write_bytes(text.encode(encoding))
@@ -645,14 +660,15 @@ def test_stdin_reads_what_a_file_reads(tmp_path, capsys, monkeypatch, name, text
     _stdin(monkeypatch, src.read_bytes())
     assert cli.main(["anonymize", "-", "-o", str(tmp_path / "s.csv"), *common]) == 0, capsys.readouterr().err
     assert (tmp_path / "s.csv").read_text() == (tmp_path / "f.csv").read_text()
-    assert len((tmp_path / "s.csv").read_text().splitlines()) == 3
+    assert len(list(csv.reader((tmp_path / "s.csv").read_text().splitlines(keepends=True)))) == 3
 
 
 @pytest.mark.parametrize("data, message", [
     (b"a\n1\n\n3\n", "stdin, record 2 after the header, column 'a': the value is missing"),
     (b"a,b,c\n1,2,3\n\n4,5,\xff6\n", "stdin, line 4: not valid utf-8 text"),
     (b"a,b,c\n1,2,3\n7,nan,9\n", "stdin, record 2 after the header, column 'b'"),
-], ids=["one-column blank", "bad byte", "nan"])
+    (b"\na\n1\n2\n", "stdin starts with 1 blank line"),
+], ids=["one-column blank", "bad byte", "nan", "one-column leading blank"])
 def test_stdin_errors_name_the_record_or_line(tmp_path, capsys, monkeypatch, data, message):
     bounds = ["--bounds", "0:10"] if data.startswith(b"a\n") else BOUNDS
     _stdin(monkeypatch, data)
@@ -661,6 +677,27 @@ def test_stdin_errors_name_the_record_or_line(tmp_path, capsys, monkeypatch, dat
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err, err
     assert not out.exists()
+
+
+def test_messages_never_quote_a_cell(tmp_path, capsys):
+    """Found in review: a cell containing "utf-8" or "UTF8" was taken for an encoding error, and pyarrow's
+    message, which quotes the cell or the whole row, was passed on (messages end up in logs)."""
+    for i, text in enumerate(("a,b,c\n1,2,3\n4,SECRET-utf-8,6\n", "a,b,c\n1,2,3\nSECRET UTF8 row\n")):
+        src = tmp_path / f"in{i}.csv"
+        src.write_text(text)
+        assert cli.main(["anonymize", str(src), "-o", str(tmp_path / "o.csv"), *BOUNDS, "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert "line 3" in err and "SECRET" not in err, err
+
+
+def test_a_header_without_records_reads_alike_from_stdin_and_a_file(tmp_path, capsys, monkeypatch):
+    src = tmp_path / "in.csv"
+    src.write_text("a,b,c\n")
+    common = [*BOUNDS, "--target-length", "3", "--quiet"]
+    assert cli.main(["anonymize", str(src), "-o", str(tmp_path / "f.csv"), *common]) == 0
+    _stdin(monkeypatch, src.read_bytes())  # found in review: stdin said "cannot read it as CSV"
+    assert cli.main(["anonymize", "-", "-o", str(tmp_path / "s.csv"), *common]) == 0, capsys.readouterr().err
+    assert (tmp_path / "s.csv").read_text() == (tmp_path / "f.csv").read_text() == "a,b,c\n"
 
 
 def test_an_empty_table_is_refused_as_empty(tmp_path, capsys):
