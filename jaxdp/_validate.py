@@ -151,8 +151,10 @@ def float_dtype() -> np.dtype:
     return np.dtype(jax.dtypes.canonicalize_dtype(jnp.float64))
 
 
-def key(value: Any, name: str = "key") -> jax.Array:
-    """Check that `value` is a typed PRNG key array (`jax.random.key`)."""
+def key(value: Any, name: str = "key", max_ndim: int | None = None) -> jax.Array:
+    """Check that `value` is a typed PRNG key array (`jax.random.key`), of at most `max_ndim` axes (0: one key,
+    1: one key or a key array ``[R]`` of repetitions; found in review: a key array ``[2, 3]`` ended in JAX's
+    "accepts a single key" traceback)."""
     dt = getattr(value, "dtype", None)
     if dt is None or not jnp.issubdtype(dt, jax.dtypes.prng_key):
         raise TypeError(
@@ -160,6 +162,10 @@ def key(value: Any, name: str = "key") -> jax.Array:
             f"got {type(value).__name__} with dtype {dt}. Legacy uint32 keys from jax.random.PRNGKey are "
             "not accepted: wrap them with jax.random.wrap_key_data."
         )
+    if max_ndim is not None and value.ndim > max_ndim:
+        what = "one key" if max_ndim == 0 else "one key or a 1-D key array [R] (one key per repetition)"
+        raise ValueError(f"{name} must be {what}, got a key array of shape {tuple(value.shape)}; "
+                         + ("jax.vmap over the keys." if max_ndim == 0 else "reshape it to [R]."))
     if getattr(value, "ndim", 0) >= 1 and value.size > 1 and not isinstance(value, jax.core.Tracer):
         words = np.asarray(jax.random.key_data(value)).reshape(value.size, -1)
         if np.unique(words, axis=0).shape[0] < value.size:
@@ -303,6 +309,34 @@ def noise_fits(scale: float, dtype, what: str) -> None:
     if not scale * 2.0**12 <= top:
         raise ValueError(f"epsilon is too small for {what}: its noise scale {scale:.3g} would overflow "
                          f"{np.dtype(dtype).name} (up to {top * 2.0**-12:.3g}); raise epsilon or use noise=\"float64\".")
+
+
+def budget(name: str, value: Any) -> None:
+    """For the traceable mechanism cores: where ε or Δ (a scalar or an array) is concrete, every entry must be a
+    finite real number > 0. Found in review: the cores checked nothing, so ε = 0, −1, NaN, inf or a string were
+    accepted (ε = inf or Δ = 0 made the exponential mechanism always return one fixed candidate; ε = 0 released
+    ±inf). Traced values are checked where they are made concrete, by the public front ends."""
+    if not is_concrete(value):
+        return
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        raise TypeError(f"{name} must be a positive real number (or an array of them), got {type(value).__name__}.")
+    a = np.asarray(value)
+    if a.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a positive real number (or an array of them), got dtype {a.dtype}.")
+    with np.errstate(invalid="ignore"):
+        ok = a.size > 0 and bool(np.all(np.isfinite(a) & (a > 0)))
+    if not ok:
+        raise ValueError(f"{name} must be finite and > 0 (every entry).")
+
+
+def mechanism_core(key_value, *, epsilon=None, sensitivity=None) -> None:
+    """The checks a traceable mechanism core can make on its arguments: one typed key (also under vmap, where
+    it is one key per example), and a concrete ε and Δ finite and > 0 (`budget`)."""
+    key(key_value, max_ndim=0)
+    if epsilon is not None:
+        budget("epsilon", epsilon)
+    if sensitivity is not None:
+        budget("sensitivity", sensitivity)
 
 
 def one_key(value, what: str):

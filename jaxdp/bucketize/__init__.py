@@ -44,6 +44,7 @@ from jaxdp.bucketize.tables import PublishedTables, publish
 from jaxdp.bucketize.validity import (
     assignment_exists,
     check_fprime,
+    fprime_of,
     fprime_linear,
     is_fprime_private,
     record_partition,
@@ -53,4 +54,4 @@ from jaxdp.bucketize.validity import (
     value_counts,
 )
 
-__all__ = ['Bucketing', 'PublishedTables', 'anatomy', 'assignment_exists', 'check_fprime', 'eia_table', 'fprime_linear', 'inference_moments', 'is_fprime_private', 'load_table', 'loss', 'mse', 'multi_size_bucketing', 'optimal', 'optimal_bucketing', 'publish', 'record_partition', 'relative_error', 'round_robin', 'simulate_inference', 'synthetic_table', 'two_size', 'two_size_bucketing', 'valid_one_size', 'valid_two_size', 'value_counts']
+__all__ = ['Bucketing', 'PublishedTables', 'anatomy', 'assignment_exists', 'check_fprime', 'eia_table', 'fprime_linear', 'fprime_of', 'inference_moments', 'is_fprime_private', 'load_table', 'loss', 'mse', 'multi_size_bucketing', 'optimal', 'optimal_bucketing', 'publish', 'record_partition', 'relative_error', 'round_robin', 'simulate_inference', 'synthetic_table', 'two_size', 'two_size_bucketing', 'valid_one_size', 'valid_two_size', 'value_counts']

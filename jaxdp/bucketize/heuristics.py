@@ -13,6 +13,7 @@ from jaxdp.bucketize.validity import (
     _TOL,
     _floor,
     check_fprime,
+    fprime_of,
     record_partition,
     round_robin,
     value_counts,
@@ -269,7 +270,7 @@ def multi_size_bucketing(sa, fp_of_value, *, m_min: int | None = None, m_max: in
       `Bucketing` with every record in exactly one bucket.
     """
     values, o = value_counts(sa)
-    fp = np.asarray([fp_of_value[v] for v in values], np.float64)
+    fp = fprime_of(values, fp_of_value)
     check_fprime(o, fp, values)
     idx = np.searchsorted(values, np.asarray(sa))
     m_min = max(int(np.min(np.ceil(1.0 / fp - _TOL))) if m_min is None else int(m_min), 1)
@@ -297,7 +298,7 @@ def multi_size_bucketing(sa, fp_of_value, *, m_min: int | None = None, m_max: in
 def two_size(sa, fp_of_value, *, m_min: int | None = None, m_max: int = 50) -> Bucketing:
     """The records assigned to the optimal two-size setting (TwoSizeBucketing + record partition + RRA)."""
     values, o = value_counts(sa)
-    fp = np.asarray([fp_of_value[v] for v in values], np.float64)
+    fp = fprime_of(values, fp_of_value)
     check_fprime(o, fp, values)
     res = two_size_bucketing(o, fp, m_min=m_min, m_max=m_max)
     if res is None:

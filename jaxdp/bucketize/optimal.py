@@ -8,7 +8,7 @@ import scipy.sparse
 import scipy.sparse.csgraph
 
 from jaxdp.bucketize.heuristics import Bucketing, _setting_loss, assign_records
-from jaxdp.bucketize.validity import _TOL, _floor, check_fprime, value_counts
+from jaxdp.bucketize.validity import _TOL, _floor, check_fprime, fprime_of, value_counts
 
 __all__ = ['optimal_bucketing', 'optimal']
 
@@ -63,7 +63,7 @@ def optimal_bucketing(o, fp, *, m_min: int | None = None, m_max: int = 50, time_
 def optimal(sa, fp_of_value, *, m_min=None, m_max: int = 50, time_limit: float = 60.0) -> Bucketing:
     """Records assigned to the exact optimal multi-size setting (`optimal_bucketing`)."""
     values, o = value_counts(sa)
-    fp = np.asarray([fp_of_value[v] for v in values], np.float64)
+    fp = fprime_of(values, fp_of_value)
     res = optimal_bucketing(o, fp, m_min=m_min, m_max=m_max, time_limit=time_limit)
     if res is None:
         raise ValueError("the integer program found no valid setting within the size range / time limit.")

@@ -8,7 +8,7 @@ import scipy.sparse
 import scipy.sparse.csgraph
 from jaxdp._validate import fprime as check_fprime  # the eager checks live in _validate
 
-__all__ = ['value_counts', 'fprime_linear', 'check_fprime', 'valid_one_size', 'valid_two_size', 'assignment_exists', 'round_robin', 'record_partition', 'is_fprime_private']
+__all__ = ['value_counts', 'fprime_of', 'fprime_linear', 'check_fprime', 'valid_one_size', 'valid_two_size', 'assignment_exists', 'round_robin', 'record_partition', 'is_fprime_private']
 
 
 _TOL = 1e-9
@@ -24,8 +24,36 @@ def value_counts(sa) -> tuple[np.ndarray, np.ndarray]:
     sa = np.asarray(sa)
     if sa.size == 0:
         raise ValueError("the table is empty: nothing to bucketize.")
+    if sa.ndim != 1:
+        raise ValueError(f"sa must be one SA value per record (1-D), got shape {sa.shape}.")
+    if sa.dtype.kind in "fc" and np.isnan(sa).any() or sa.dtype == object and any(v is None or v != v for v in sa):
+        # found in review: a NaN SA value ended in a KeyError (NaN is not equal to itself)
+        i = int(np.flatnonzero(np.isnan(sa) if sa.dtype.kind in "fc" else [v is None or v != v for v in sa])[0])
+        raise ValueError(f"sa[{i}] is missing (None or NaN): every record needs its SA value.")
     values, counts = np.unique(sa, return_counts=True)
     return values, counts.astype(np.int64)
+
+
+def fprime_of(values, fp_of_value) -> np.ndarray:
+    """``f′`` of each distinct SA value (`value_counts`' order) from the mapping `fp_of_value`, checked: every
+    value has one, and each is a number in (0, 1]. Found in review: a value missing from the mapping ended in a
+    KeyError, and `is_fprime_private` with a NaN f′ returned True."""
+    if not hasattr(fp_of_value, "__getitem__"):
+        raise TypeError(f"fp_of_value must map every SA value to its f′ (a dict), got {type(fp_of_value).__name__}.")
+    out = np.empty(len(values), np.float64)
+    for i, v in enumerate(values):
+        try:
+            f = fp_of_value[v]
+        except (KeyError, IndexError):
+            raise ValueError(f"fp_of_value has no f′ for the distinct SA value number {i} (np.unique(sa)[{i}]): "
+                             "give every SA value its f′.") from None  # fmt: skip
+        if isinstance(f, (bool, np.bool_, str, bytes)):
+            raise TypeError(f"the f′ of np.unique(sa)[{i}] must be a number in (0, 1], got {type(f).__name__}.")
+        out[i] = float(f)
+    bad = np.flatnonzero(~(np.isfinite(out) & (out > 0) & (out <= 1)))
+    if bad.size:
+        raise ValueError(f"every f′ must lie in (0, 1]; the f′ of np.unique(sa)[{int(bad[0])}] does not.")
+    return out
 
 
 def fprime_linear(freq, *, theta: float, b: float = 0.02) -> np.ndarray:
@@ -133,9 +161,13 @@ def is_fprime_private(sa, bucket, fp_of_value) -> bool:
     """Independent check of Definition 3.6: in every bucket, every value's frequency ≤ f′ (+1e-12)."""
     sa = np.asarray(sa)
     bucket = np.asarray(bucket)
+    if bucket.shape != sa.shape:
+        raise ValueError(f"bucket must give one bucket id per record: shape {bucket.shape} for sa of shape {sa.shape}.")
+    values, _ = value_counts(sa)
+    fp = dict(zip(values.tolist(), fprime_of(values, fp_of_value)))
     for g in np.unique(bucket):
         vals, cnt = np.unique(sa[bucket == g], return_counts=True)
         size = cnt.sum()
-        if any(c / size > fp_of_value[v] + 1e-12 for v, c in zip(vals, cnt)):
+        if any(c / size > fp[v] + 1e-12 for v, c in zip(vals.tolist(), cnt)):
             return False
     return True

@@ -222,7 +222,7 @@ def cmco(key: jax.Array, stream, *, epsilon: float, k: int, sparsity: int, times
     Returns:
       A list of D*_t arrays, shape ``[t]`` each (``[R, t]`` with a key array), in the order of `times`.
     """
-    _validate.key(key)
+    _validate.key(key, max_ndim=1)
     _validate.positive_scalar("epsilon", epsilon)
     _validate.positive_scalar("l1_sensitivity", l1_sensitivity)
     noise = _tree_noise(noise)

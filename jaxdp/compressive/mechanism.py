@@ -127,6 +127,10 @@ def measurements(n: int, s: int, c_k: float) -> int:
 def projection(key: jax.Array, k: int, n: int, dtype=None) -> Float[Array, "k n"]:
     """The public random matrix Φ ∈ {±1/√k}^{k×n} (i.i.d. symmetric Bernoulli) from `key`: the Φ that
     `compressive` and `measure` use for that key, in any dtype and with or without ``jax_enable_x64``."""
+    _validate.key(key, max_ndim=0)
+    for name, v in (("k", k), ("n", n)):  # found in review: k = -1 ended in an MLIR error
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {v!r}.")
     dtype = dtype or _validate.float_dtype()
     return _signs(key, (k, n), dtype) / jnp.sqrt(jnp.asarray(k, dtype))
 
@@ -266,6 +270,13 @@ def measure(key_phi: jax.Array, key_noise: jax.Array, d, *, epsilon, k: int, noi
     Returns:
       ``(phi [k, n], y_star [k])`` in the dtype of `d`.
     """
+    _validate.key(key_phi, "key_phi", max_ndim=0)  # found in review: legacy uint32 keys were accepted
+    _validate.key(key_noise, "key_noise", max_ndim=0)
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k (the number of measurements) must be an integer >= 1, got {k!r}.")
+    d = jnp.asarray(d)
+    if d.ndim != 1:
+        raise ValueError(f"d must be a vector [n], got shape {tuple(d.shape)}.")
     if _validate.is_concrete(key_phi) and _validate.is_concrete(key_noise):
         with jax.ensure_compile_time_eval():  # concrete keys, also inside a trace
             same = np.array_equal(np.asarray(jax.random.key_data(key_phi)), np.asarray(jax.random.key_data(key_noise)))

@@ -46,7 +46,7 @@ def pln(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bounds, i
         noise are used). epsilon, bounds: the total budget and the public domain, as in `anonymize`. ids:
         optional subject ids.
     """
-    _validate.key(key)
+    _validate.key(key, max_ndim=1)
     epsilon = float(_validate.positive_scalar("epsilon", epsilon))
     records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, epsilon, ids, bounds)
     x = records[index].astype(np.float64)
@@ -127,7 +127,7 @@ def frame_mean(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bo
       key: typed key; shape ``[R]`` for R repetitions. records: ``[N, d]``. config: an `HVCConfig`.
       epsilon, bounds: the total budget and the public domain, as in `anonymize`. ids: optional subject ids.
     """
-    _validate.key(key)
+    _validate.key(key, max_ndim=1)
     epsilon = float(_validate.positive_scalar("epsilon", epsilon))
     records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, epsilon, ids, bounds)
     x = _clamped(records, index, lo, hi)
@@ -148,7 +148,7 @@ def microaggregate(
     Privacy: the grouping depends only on arrival order (public), groups of a frame are disjoint
     (parallel composition), so each frame is ε_f-DP, as in `anonymize`.
     """
-    _validate.key(key)
+    _validate.key(key, max_ndim=1)
     epsilon = float(_validate.positive_scalar("epsilon", epsilon))
     group = _validate.size("group", group)
     records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, epsilon, ids, bounds)

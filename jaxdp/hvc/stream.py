@@ -258,11 +258,32 @@ def _check_ids(ids, n: int):
         raise ValueError(f"ids must give one subject per record: {len(ids)} ids for {n} records.")
     # a missing id (None, NaN) names no subject: each NaN would count as a new subject and escape the
     # per-subject bound (found in review); the message gives the position, never an id
-    missing = next((i for i, v in enumerate(ids) if v is None or (isinstance(v, float) and v != v)), None)
+    missing = next((i for i, v in enumerate(ids) if type(v) not in (str, int) and _missing_id(v)), None)
     if missing is not None:
-        raise ValueError(f"ids[{missing}] is missing (None or NaN): every record needs its subject's id (drop those "
-                         "records, or give them ids), or pass no ids (then records_per_subject is your declaration).")
+        raise ValueError(f"ids[{missing}] is missing (None, NaN, NA or NaT): every record needs its subject's id (drop "
+                         "those records, or give them ids), or pass no ids (then records_per_subject is your "
+                         "declaration).")  # fmt: skip
     return ids
+
+
+def _missing_id(v) -> bool:
+    """Whether an id names no subject: None, pandas' NA and NaT, and every value unequal to itself — a NaN of any
+    type (Python, NumPy float32/64, Decimal, complex) and NumPy's NaT. Found in review: only Python floats were
+    checked, so distinct float32 NaNs (what ``list(float32_array)`` gives), Decimal or complex NaNs each counted as
+    a new subject (escaping the per-subject bound, release reported private), while pandas' NA / NaT merged their
+    records into one subject. An id that cannot be hashed is refused."""
+    if v is None or type(v).__name__ in ("NAType", "NaTType"):
+        return True
+    try:
+        hash(v)
+    except TypeError:
+        raise ValueError(f"ids must be hashable values (numbers, strings, tuples), got a {type(v).__name__}.") from None
+    try:
+        return bool(v != v)
+    except ArithmeticError:  # a signalling Decimal NaN
+        return True
+    except (TypeError, ValueError):
+        return False
 
 
 class _Frames:
@@ -707,7 +728,7 @@ def anonymize(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bou
     """
     from jaxdp import _validate
 
-    _validate.key(key)
+    _validate.key(key, max_ndim=1)
     epsilon = float(_validate.positive_scalar("epsilon", epsilon))
     records, ids, lo, hi, private, limit, frames, planner = _prepare(records, config, ids, bounds, epsilon)
     if planner.dropped:

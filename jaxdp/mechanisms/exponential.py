@@ -11,7 +11,7 @@ from jaxtyping import Array, Float, Int
 from jaxdp import _validate
 from jaxdp.mechanisms import exact
 from jaxdp.mechanisms.laplace import standard_gumbel
-from jaxdp.mechanisms.noise import kernel_noise
+from jaxdp.mechanisms.noise import check_noise, kernel_noise
 from jaxdp.transforms import cumsum
 
 __all__ = ['exponential_exact', 'exponential_uniforms', 'exponential_drawn', 'exponential', 'exponential_probabilities', 'exponential_mechanism', 'exponential_segments', 'exponential_exact_core', 'integer_scores', 'categorical_2d', 'categorical_2d_from', 'categorical_uniforms']
@@ -143,7 +143,10 @@ def _logits(scores: jax.Array, factor: jax.Array) -> jax.Array:
 def _exponential(key: jax.Array, scores: jax.Array, factor: jax.Array) -> jax.Array:
     """Traceable core: sample an index ∝ exp(factor · score) along the last axis (Gumbel-max)."""
     logits = _logits(scores, factor)  # jax.random.categorical's Gumbel-max, with the same Gumbel draws
-    return jnp.argmax(standard_gumbel(key, logits.shape, logits.dtype) + logits, axis=-1)
+    pick = jnp.argmax(standard_gumbel(key, logits.shape, logits.dtype) + logits, axis=-1)
+    # no candidate (every score −inf or NaN): −1, as the exact sampler (found in review: index 0 was returned, a
+    # candidate the caller had excluded)
+    return jnp.where(jnp.any(logits > -jnp.inf, axis=-1), pick, -1)
 
 
 def _last_positive(w: jax.Array) -> jax.Array:
@@ -270,7 +273,7 @@ def exponential(
     Returns:
       int32 array of shape ``[...]``: the selected indices.
     """
-    _validate.key(key)
+    _validate.key(key, max_ndim=0)
     scores = _check_exp_args(scores, epsilon, sensitivity)
     factor = jnp.asarray(epsilon, scores.dtype) / (2.0 * jnp.asarray(sensitivity, scores.dtype))
     return _exponential_jit(key, scores, factor)
@@ -301,6 +304,8 @@ def exponential_mechanism(key: jax.Array, scores, *, epsilon, sensitivity, noise
     the exact sampler on integer scores (`exponential_exact`). −inf / NaN scores are never drawn.
     Returns a scalar of the default int dtype.
     """
+    _validate.mechanism_core(key, epsilon=epsilon, sensitivity=sensitivity)
+    noise = check_noise(noise)  # found in review: a misspelt noise name silently gave float noise
     scores = jnp.asarray(scores)
     int_dtype = jax.dtypes.canonicalize_dtype(jnp.int64)  # the default int (int64 under x64)
     if kernel_noise(noise) == "grid":
@@ -318,6 +323,8 @@ def exponential_segments(key: jax.Array, scores, segment, active, *, epsilon, se
     slot per round, uniform within its segment (out-of-range draws skipped), accepted with an exact
     exp(−c·distance) coin; the first accepted proposal of a segment in slot order wins.
     """
+    _validate.mechanism_core(key, epsilon=epsilon, sensitivity=sensitivity)
+    noise = check_noise(noise)
     scores = jnp.asarray(scores)
     n = scores.shape[0]
     if kernel_noise(noise) != "grid":

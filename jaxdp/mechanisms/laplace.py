@@ -11,7 +11,7 @@ from jaxtyping import Array, Float
 
 from jaxdp import _validate
 from jaxdp.mechanisms import exact
-from jaxdp.mechanisms.noise import kernel_noise
+from jaxdp.mechanisms.noise import check_noise, kernel_noise
 
 __all__ = ['laplace_scale', 'laplace_noise', 'standard_laplace', 'standard_gumbel', 'standard_gumbel_from_uniform', 'add_standard_laplace', 'add_laplace', 'laplace', 'grid_spacing', 'grid_laplace', 'l2_norm_noise', 'laplace_mechanism', 'grid_laplace_core']
 
@@ -39,6 +39,7 @@ def laplace_noise(key: jax.Array, shape, *, epsilon, sensitivity, dtype=None) ->
     sampler has the floating-point caveats of Mironov (2012) (see the README's privacy section).
     `epsilon` and `sensitivity` broadcast against `shape`.
     """
+    _validate.mechanism_core(key, epsilon=epsilon, sensitivity=sensitivity)
     dtype = _validate.float_dtype() if dtype is None else np.dtype(dtype)
     return laplace_scale(epsilon=epsilon, sensitivity=sensitivity, dtype=dtype) * _standard(key, tuple(shape), dtype)
 
@@ -46,6 +47,7 @@ def laplace_noise(key: jax.Array, shape, *, epsilon, sensitivity, dtype=None) ->
 def standard_laplace(key: jax.Array, shape, dtype=None) -> jax.Array:
     """Standard Laplace variates ``Lap(1)`` drawn ahead of use (a scan draws all its randomness in
     one vectorized call); scale them with `add_standard_laplace`. Traceable."""
+    _validate.mechanism_core(key)
     dtype = _validate.float_dtype() if dtype is None else np.dtype(dtype)
     return _standard(key, tuple(shape), dtype)
 
@@ -111,6 +113,8 @@ def _uniform(key, shape, dtype, lo, hi):
 
 def add_standard_laplace(z, x, *, epsilon, sensitivity) -> jax.Array:
     """``x + laplace_scale(ε, Δ)·z`` for standard Laplace variates z (`standard_laplace`). Traceable."""
+    _validate.budget("epsilon", epsilon)
+    _validate.budget("sensitivity", sensitivity)
     x = jnp.asarray(x)
     return x + laplace_scale(epsilon=epsilon, sensitivity=sensitivity, dtype=x.dtype) * z
 
@@ -242,6 +246,7 @@ def l2_norm_noise(key: jax.Array, shape, *, dim, epsilon, sensitivity=1.0, dtype
     for even dim, Z²/2 with Z ~ N(0, 1) — a few vector ops, where `jax.random.gamma`'s rejection loop
     took ≈ 0.8 s to compile on the 2-core CPU (most of SPA's first call).
     """
+    _validate.mechanism_core(key, epsilon=epsilon, sensitivity=sensitivity)
     dtype = _validate.float_dtype() if dtype is None else np.dtype(dtype)
     shape = tuple(shape)
     k_exp, k_half, k_norm = jax.random.split(key, 3)
@@ -286,6 +291,8 @@ def laplace_mechanism(key: jax.Array, x, *, epsilon, sensitivity, noise: str = "
     compressive mechanism, k = 2,000). Float noise: `add_laplace`. `epsilon` and `sensitivity` broadcast
     against x.
     """
+    _validate.mechanism_core(key, epsilon=epsilon, sensitivity=sensitivity)
+    noise = check_noise(noise)  # found in review: a misspelt "gird" silently gave float noise
     x = jnp.asarray(x)
     _check_scale_range(epsilon, sensitivity, x.dtype if jnp.issubdtype(x.dtype, jnp.floating) else None)
     if kernel_noise(noise) == "grid":

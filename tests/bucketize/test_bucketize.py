@@ -344,3 +344,20 @@ def test_data_loaders(tmp_path):
     p.write_text("a,b\n1\n")
     with pytest.raises(ValueError, match="ragged"):
         B.load_table(str(p), sensitive="b")
+
+
+def test_f_prime_mappings_and_sa_values_are_checked():
+    """Found in review: `is_fprime_private` (the independent re-check) returned True for a NaN f′, a value missing
+    from the mapping or a NaN SA value ended in a KeyError, and a bucket array of another length in an IndexError."""
+    sa = np.array(list("aaaab"))
+    with pytest.raises(ValueError, match=r"np.unique\(sa\)\[0\]"):
+        B.is_fprime_private(sa, np.zeros(5), {"a": np.nan, "b": 1.0})
+    with pytest.raises(ValueError, match="one bucket id per record"):
+        B.is_fprime_private(sa, np.zeros(4), {"a": 0.9, "b": 1.0})
+    assert B.is_fprime_private(sa, np.zeros(5), {"a": 0.8, "b": 1.0})
+    assert not B.is_fprime_private(sa, np.zeros(5), {"a": 0.5, "b": 1.0})
+    for f in (B.multi_size_bucketing, B.two_size, B.optimal):
+        with pytest.raises(ValueError, match=r"no f′ for the distinct SA value number 1"):
+            f(sa, {"a": 1.0})
+        with pytest.raises(ValueError, match=r"sa\[1\] is missing"):
+            f(np.array([1.0, np.nan, 2.0]), {1.0: 1.0, 2.0: 1.0})

@@ -580,3 +580,20 @@ def test_refit_reaches_the_least_squares_fit_on_its_support_in_float32():
     ref = psi[:, support] @ np.linalg.lstsq(a, np.asarray(y32, np.float64), rcond=None)[0]
     got = np.asarray(C.recover(p32, y32, basis="dct", sparsity=s), np.float64)
     assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1e-5
+
+
+def test_measure_and_projection_check_their_keys_and_sizes(key):
+    # found in review: legacy uint32 keys were accepted, k = -3 ended in an MLIR error
+    k1, k2 = jax.random.split(key)
+    d = jnp.ones(16)
+    with pytest.raises(TypeError, match="typed PRNG key"):
+        C.measure(jax.random.PRNGKey(0), k2, d, epsilon=1.0, k=4)
+    for bad in (-3, 0, 2.5, True):
+        with pytest.raises(ValueError, match="integer >= 1"):
+            C.measure(k1, k2, d, epsilon=1.0, k=bad)
+        with pytest.raises(ValueError, match="integer >= 1"):
+            C.projection(k1, bad, 16)
+    with pytest.raises(ValueError, match="finite and > 0"):
+        C.measure(k1, k2, d, epsilon=0.0, k=4)
+    phi, y = C.measure(k1, k2, d, epsilon=1.0, k=4)
+    assert phi.shape == (4, 16) and y.shape == (4,)

@@ -681,11 +681,21 @@ def test_a_push_without_ids_after_the_limit_is_dropped_not_an_empty_frame(key):
     assert r.records.shape[0] == 0 and r.dropped == 3 and r.epsilon_spent.size == 0
 
 
-@pytest.mark.parametrize("missing", [np.nan, None])
+@pytest.mark.parametrize("missing", [np.nan, None, np.float32("nan"), "decimal nan", complex("nan"), np.datetime64("NaT"),
+                                     "pandas NA", "pandas NaT"])
 def test_missing_subject_ids_are_refused(key, missing):
     """A NaN id (from a NumPy or pandas column) counted as a new subject every time, so records of unknown
-    subjects escaped the per-subject bound; None merged them. Both are refused, with the position only."""
-    ids = np.asarray([1.0, missing, 2.0, missing], dtype=float if missing is not None else object)
+    subjects escaped the per-subject bound; None merged them. Both are refused, with the position only. Found in
+    review: NaNs other than Python floats (float32 — what ``list(float32_array)`` gives —, Decimal, complex) still
+    escaped, and pandas' NA / NaT merged their records into one subject."""
+    if missing == "decimal nan":
+        from decimal import Decimal
+
+        missing = Decimal("NaN")
+    elif isinstance(missing, str):
+        pd = pytest.importorskip("pandas")
+        missing = pd.NA if missing == "pandas NA" else pd.NaT
+    ids = [1.0, missing, 2.0, missing]
     cfg = jaxdp.HVCConfig(2, 2, records_per_subject=1)
     with pytest.raises(ValueError, match=r"ids\[1\] is missing"):
         jaxdp.anonymize(key, np.full((4, 1), 0.5), cfg, epsilon=1.0, bounds=(np.zeros(1), np.ones(1)), ids=ids)
@@ -731,3 +741,16 @@ def test_a_domain_too_wide_for_float32_is_refused_without_quoting_its_bounds(key
     with pytest.raises(ValueError, match='noise="float64"') as err:
         jaxdp.anonymize(key, np.ones((8, 2)), jaxdp.HVCConfig(2, 2), epsilon=1.0, bounds=(np.zeros(2), hi))
     assert "2.6e+18" not in str(err.value) and "6.77e+36" not in str(err.value)
+
+
+def test_front_ends_refuse_key_arrays_of_more_than_one_axis_and_unhashable_ids(key):
+    # found in review: a key array [2, 3] ended in JAX's "accepts a single key" traceback, an unhashable id in
+    # "unhashable type: 'list'"
+    cfg = jaxdp.HVCConfig(2, 2, records_per_subject=1)
+    x, bounds = np.full((4, 1), 0.5), (np.zeros(1), np.ones(1))
+    keys = jax.random.split(key, 6).reshape(2, 3)
+    for f in (jaxdp.anonymize, jaxdp.pln, jaxdp.frame_mean, jaxdp.microaggregate):
+        with pytest.raises(ValueError, match=r"key array \[R\]"):
+            f(keys, x, cfg, epsilon=1.0, bounds=bounds)
+    with pytest.raises(ValueError, match="hashable"):
+        jaxdp.anonymize(key, x, cfg, epsilon=1.0, bounds=bounds, ids=[[1], [2], [3], [4]])

@@ -274,3 +274,48 @@ def test_exact_exponential_mechanism_keeps_a_finite_best_score_whose_quotient_ov
     q, allowed, _ = mechanisms.integer_scores(jnp.asarray([jnp.inf, jnp.nan, -jnp.inf, 0.0]), 1.0, 1.0)
     np.testing.assert_array_equal(np.asarray(allowed), [True, True, False, True])  # only −inf (a marker) excludes
     assert np.all(np.isfinite(np.asarray(q)[[0, 1, 3]]))
+
+
+_CORES = {
+    "laplace_mechanism": lambda k, **kw: mechanisms.laplace_mechanism(k, jnp.zeros(3), **kw),
+    "add_laplace": lambda k, **kw: mechanisms.add_laplace(k, jnp.zeros(3), **kw),
+    "laplace_noise": lambda k, **kw: mechanisms.laplace_noise(k, (3,), **kw),
+    "l2_norm_noise": lambda k, **kw: mechanisms.l2_norm_noise(k, (3,), dim=3, **kw),
+    "exponential_mechanism": lambda k, **kw: mechanisms.exponential_mechanism(k, jnp.array([0.0, 1.0, 5.0]), **kw),
+    "exponential_segments": lambda k, **kw: mechanisms.exponential_segments(
+        k, jnp.array([0.0, 1.0]), jnp.array([0, 0]), jnp.array([True, True]), **kw),
+}
+
+
+@pytest.mark.parametrize("core", list(_CORES))
+def test_mechanism_cores_refuse_bad_budgets_keys_and_noise_names_when_concrete(key, core):
+    """Found in review: the traceable cores checked nothing: ε = 0, −1, NaN, inf or "1.0", Δ = 0, legacy uint32
+    keys and a misspelt noise name were accepted (ε = inf or Δ = 0 made the exponential mechanism return one fixed
+    candidate, ε = 0 released ±inf, noise="gird" gave float noise). Concrete values are now checked; traced ones
+    still trace (the front ends check them)."""
+    f = _CORES[core]
+    for eps, sens in ((0.0, 1.0), (-1.0, 1.0), (np.nan, 1.0), (np.inf, 1.0), (1.0, 0.0), (1.0, np.array([1.0, -1.0]))):
+        with pytest.raises(ValueError, match="finite and > 0"):
+            f(key, epsilon=eps, sensitivity=sens)
+    with pytest.raises(TypeError, match="positive real"):
+        f(key, epsilon="1.0", sensitivity=1.0)
+    with pytest.raises(TypeError, match="typed PRNG key"):
+        f(jax.random.PRNGKey(0), epsilon=1.0, sensitivity=1.0)
+    with pytest.raises(ValueError, match="one key"):
+        f(jax.random.split(key, 2), epsilon=1.0, sensitivity=1.0)
+    if core in ("laplace_mechanism", "exponential_mechanism", "exponential_segments"):
+        with pytest.raises(ValueError, match="noise must be one of"):
+            f(key, epsilon=1.0, sensitivity=1.0, noise="gird")
+    f(key, epsilon=1.0, sensitivity=1.0)  # the good call runs, eagerly and traced
+    jax.jit(lambda k, e: f(k, epsilon=e, sensitivity=1.0))(key, 1.0)
+
+
+def test_exponential_with_every_candidate_excluded_returns_minus_one(key):
+    # found in review: index 0 was returned, a candidate the caller had excluded (-inf) or scored NaN
+    none = jnp.array([-jnp.inf, jnp.nan, -jnp.inf])
+    assert int(mechanisms.exponential(key, none, epsilon=1.0, sensitivity=1.0)) == -1
+    assert int(mechanisms.exponential_mechanism(key, none, epsilon=1.0, sensitivity=1.0)) == -1
+    batch = jnp.stack([none, jnp.array([-jnp.inf, 0.0, -jnp.inf])])
+    np.testing.assert_array_equal(mechanisms.exponential(key, batch, epsilon=1.0, sensitivity=1.0), [-1, 1])
+    with pytest.raises(ValueError, match="one key"):  # was JAX's "accepts a single key" traceback
+        mechanisms.exponential(jax.random.split(key, 6).reshape(2, 3), batch, epsilon=1.0, sensitivity=1.0)
