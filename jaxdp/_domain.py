@@ -5,14 +5,20 @@ from __future__ import annotations
 import numpy as np
 
 
-def too_wide(lo, hi, dtype) -> str | None:
-    """Why the float dtype cannot compute with the domain [lo, hi] — bounds near its largest value (releases became
-    inf) or widths whose squares, summed over a block of columns, overflow (no block was ever coded) — or None.
-    The reason names the limits, never the bounds (found in review: data-derived bounds were quoted, and messages
-    end up in logs)."""
-    top = float(np.finfo(dtype).max)
+def unfit(lo, hi, dtype) -> str | None:
+    """Why the float dtype cannot compute with the domain [lo, hi], or None: bounds near its largest value (releases
+    became inf), widths whose squares, summed over a block of columns, overflow (no block was ever coded), or a
+    width whose square underflows (found in review: bounds (0, 1e-40) were accepted and every release was 0.0, not
+    even the midpoint). The reason names the limits, never the bounds (found in review: data-derived bounds were
+    quoted, and messages end up in logs)."""
+    info = np.finfo(dtype)
+    top = float(info.max)
     lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
     if np.any(np.maximum(np.abs(lo), np.abs(hi)) > top / 4) or np.sum((hi - lo) ** 2) * 64 > top:
         return (f"the domain is too wide for {np.dtype(dtype).name} arithmetic (a bound beyond {top / 4:.3g}, or the "
                 f"columns' squared widths summing beyond {top / 64:.3g})")
+    narrow = float(np.sqrt(float(info.tiny) * 2.0**24))
+    if np.any(hi - lo < narrow):
+        return (f"a column's domain is too narrow for {np.dtype(dtype).name} arithmetic (a width below {narrow:.3g}, "
+                "whose square underflows)")
     return None

@@ -74,11 +74,14 @@ def option(name: str, value: Any, allowed: tuple[str, ...]) -> str:
     return value
 
 
-def size(name: str, value: Any) -> int:
+def size(name: str, value: Any, hi: int | None = None, why: str = "") -> int:
+    """An int >= 1 (and <= `hi`, with `why` saying what the limit protects)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be a Python int >= 1, got {value!r}.")
     if value < 1:
         raise ValueError(f"{name} must be >= 1, got {value}.")
+    if hi is not None and value > hi:
+        raise ValueError(f"{name} must be at most {hi:,}, got {value:,}" + (f": {why}" if why else "."))
     return int(value)
 
 
@@ -350,7 +353,12 @@ def one_key(value, what: str):
 
 def fprime(o, fp, values=None) -> None:
     """Raise if no F′-private bucketization exists (Lemma 3.7: needs f′_i ≥ f_i), naming the value."""
-    o = np.asarray(o, np.int64)
+    raw = np.asarray(o)
+    if raw.dtype.kind not in "iuf" or raw.dtype == np.bool_ or raw.size == 0 or not np.all(np.isfinite(raw)) \
+            or np.any(raw < 0) or np.any(raw != np.round(raw)) or raw.sum() < 1:
+        # found in review: counts of 1.5 were truncated silently and empty counts ended in a NumPy error
+        raise ValueError("the counts o_i must be non-negative whole numbers, not all zero.")
+    o = raw.astype(np.int64)
     fp = np.asarray(fp, np.float64)
     if o.shape != fp.shape or o.ndim != 1:
         raise ValueError(f"counts and f′ must be 1-D of equal length, got {o.shape} and {fp.shape}.")

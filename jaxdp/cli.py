@@ -192,11 +192,11 @@ def _check_range(bounds, noise):
     """float32 holds ±3.4e38: wider domains need --noise float64 (a narrow domain far from zero is fine)."""
     if noise == "float64":
         return
-    from jaxdp._domain import too_wide
+    from jaxdp._domain import unfit
 
     # the codec's own check, made here before JAX starts (found in review: a domain whose squared widths overflow
     # float32 — e.g. nanosecond timestamps — ended in a traceback)
-    reason = too_wide(bounds[0], bounds[1], np.float32)
+    reason = unfit(bounds[0], bounds[1], np.float32)
     if reason:
         raise InputError(f"{reason}: pass --noise float64, or rescale the data.")
 

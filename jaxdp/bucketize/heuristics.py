@@ -10,8 +10,8 @@ import numpy as np
 
 from jaxdp import _validate
 from jaxdp.bucketize.validity import (
-    _TOL,
     _floor,
+    bucket_sizes,
     check_fprime,
     fprime_of,
     record_partition,
@@ -189,14 +189,11 @@ def two_size_bucketing(o, fp, *, m_min: int | None = None, m_max: int = 50) -> t
     Returns:
       ``((S1, b1), (S2, b2), loss)`` or None.
     """
-    o = np.asarray(o, np.int64)
-    fp = np.asarray(fp, np.float64)
     check_fprime(o, fp)
-    m_min = int(np.min(np.ceil(1.0 / fp - _TOL))) if m_min is None else int(m_min)
-    m_min = max(m_min, 1)
-    if m_max <= m_min:
-        raise ValueError(f"need M′ > M, got M = {m_min}, M′ = {m_max}.")
-    return _two_size_search(o, fp, m_min, int(m_max))
+    o = np.asarray(o).astype(np.int64)
+    fp = np.asarray(fp, np.float64)
+    m_min, m_max = bucket_sizes(fp, m_min, m_max)
+    return _two_size_search(o, fp, m_min, m_max)
 
 
 def _two_size_search(o, fp, m_min, m_max, below=None):
@@ -273,9 +270,7 @@ def multi_size_bucketing(sa, fp_of_value, *, m_min: int | None = None, m_max: in
     fp = fprime_of(values, fp_of_value)
     check_fprime(o, fp, values)
     idx = np.searchsorted(values, np.asarray(sa))
-    m_min = max(int(np.min(np.ceil(1.0 / fp - _TOL))) if m_min is None else int(m_min), 1)
-    if m_max <= m_min:
-        raise ValueError(f"need M′ > M, got M = {m_min}, M′ = {m_max}.")
+    m_min, m_max = bucket_sizes(fp, m_min, m_max)
 
     def rec(n, s, b):  # n: per-value counts of this record set, b buckets of size s
         # only a split that lowers the loss b (s − 1)² is kept: search only settings below it

@@ -8,7 +8,7 @@ import scipy.sparse
 import scipy.sparse.csgraph
 
 from jaxdp.bucketize.heuristics import Bucketing, _setting_loss, assign_records
-from jaxdp.bucketize.validity import _TOL, _floor, check_fprime, fprime_of, value_counts
+from jaxdp.bucketize.validity import _floor, bucket_sizes, check_fprime, fprime_of, value_counts
 
 __all__ = ['optimal_bucketing', 'optimal']
 
@@ -20,12 +20,15 @@ def optimal_bucketing(o, fp, *, m_min: int | None = None, m_max: int = 50, time_
     ``Σ_i n_{S,i} = S b_S``, ``Σ_S n_{S,i} = o_i``, ``n_{S,i} ≤ ⌊f′_i S⌋ b_S`` (Lemma 4.13 per size class);
     minimize ``Σ_S b_S (S − 1)²``. Returns ``(setting [(S, b)], per-class counts {S: n}, loss)`` or None.
     """
-    o = np.asarray(o, np.int64)
-    fp = np.asarray(fp, np.float64)
     check_fprime(o, fp)
+    o = np.asarray(o).astype(np.int64)
+    fp = np.asarray(fp, np.float64)
     m = o.size
-    m_min = int(np.min(np.ceil(1.0 / fp - _TOL))) if m_min is None else int(m_min)
-    sizes = np.arange(max(1, m_min), m_max + 1)
+    m_min, m_max = bucket_sizes(fp, m_min, m_max)  # found in review: M′ <= M ended in SciPy's own error
+    if isinstance(time_limit, (bool, np.bool_)) or not isinstance(time_limit, (int, float, np.integer, np.floating)) \
+            or not (np.isfinite(time_limit) and time_limit > 0):
+        raise ValueError(f"time_limit must be a finite number of seconds > 0, got {time_limit!r}.")
+    sizes = np.arange(m_min, m_max + 1)
     q = sizes.size
     nv = q + q * m  # [b_S ..., n_{S,i} ...]
     cost = np.concatenate([(sizes - 1.0) ** 2, np.zeros(q * m)])

@@ -6,6 +6,7 @@ import numpy as np
 import scipy.optimize
 import scipy.sparse
 import scipy.sparse.csgraph
+from jaxdp import _validate
 from jaxdp._validate import fprime as check_fprime  # the eager checks live in _validate
 
 __all__ = ['value_counts', 'fprime_of', 'fprime_linear', 'check_fprime', 'valid_one_size', 'valid_two_size', 'assignment_exists', 'round_robin', 'record_partition', 'is_fprime_private']
@@ -32,6 +33,20 @@ def value_counts(sa) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"sa[{i}] is missing (None or NaN): every record needs its SA value.")
     values, counts = np.unique(sa, return_counts=True)
     return values, counts.astype(np.int64)
+
+
+MAX_BUCKET_SIZE = 1024  # M′: the two-size search holds ≈ M′²/2 size pairs
+
+
+def bucket_sizes(fp, m_min, m_max) -> tuple[int, int]:
+    """(M, M′) checked: M′ an int in [2, MAX_BUCKET_SIZE], M an int >= 1 (default min_i ⌈1/f′_i⌉), M < M′. Found
+    in review: M′ = 10⁵ took > 6 GB (the size pairs), and M = 2.5, "3", True or −5 were coerced silently."""
+    m_max = _validate.size("m_max", m_max, hi=MAX_BUCKET_SIZE, why="the search holds about M′²/2 bucket-size pairs "
+                           "(the paper uses M′ = 50).")
+    m_min = max(int(np.min(np.ceil(1.0 / fp - _TOL))), 1) if m_min is None else _validate.size("m_min", m_min)
+    if m_max <= m_min:
+        raise ValueError(f"need M′ > M, got M = {m_min}, M′ = {m_max}: raise m_max.")
+    return m_min, m_max
 
 
 def fprime_of(values, fp_of_value) -> np.ndarray:

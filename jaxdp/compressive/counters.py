@@ -27,6 +27,9 @@ def _tree_levels(t_max: int) -> int:
     return max(0, (t_max - 1).bit_length())
 
 
+MAX_HORIZON = 1 << 26  # timesteps of a tree counter: one key per timestep is drawn up front
+
+
 def tree_counter(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: float = 1.0,
                  horizon: int | None = None, noise: str = "float") -> Float[Array, "T *k"]:
     """Dwork et al.'s binary-tree continual counter (the paper's Appendix E).
@@ -92,7 +95,9 @@ def _tree_counter(key, stream, epsilon, l1_sensitivity, horizon, out):
     if np.abs(x).sum(axis=0).max() > 2**53:  # the registers' sums must stay where float64 holds every integer
         raise ValueError("the stream's values sum beyond 2**53, where float64 rounds neighbours apart by more than "
                          "the sensitivity: scale the data down.")
-    horizon = x.shape[0] if horizon is None else _validate.size("horizon", horizon)
+    horizon = x.shape[0] if horizon is None else _validate.size(
+        "horizon", horizon, hi=MAX_HORIZON, why="one key per timestep is drawn up front (found in review: a horizon "
+        "of 2⁶² aborted the process inside XLA).")
     if horizon < x.shape[0]:
         raise ValueError(f"horizon {horizon} is shorter than the stream ({x.shape[0]}).")
     _check_tree_noise(epsilon, l1_sensitivity, horizon, out)
@@ -155,7 +160,8 @@ class TreeCounter:
         self._noise = _tree_noise(noise)
         _validate.positive_scalar("epsilon", epsilon)
         _validate.positive_scalar("l1_sensitivity", l1_sensitivity)
-        self._horizon = _validate.size("horizon", horizon)
+        self._horizon = _validate.size("horizon", horizon, hi=MAX_HORIZON, why="one key per timestep is drawn up "
+                                       "front (found in review: 10¹⁸ aborted the process inside XLA).")
         self._k = _validate.size("k", k)
         self._levels = _tree_levels(self._horizon)
         with mechanisms.precision(self._noise):

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdp import _host
-from jaxdp._domain import too_wide
+from jaxdp._domain import unfit
 from jaxdp.hvc import codec
 from jaxdp.hvc.config import VARIANCE_SHARE, HVCConfig
 from jaxdp.privacy import release_is_private
@@ -692,7 +692,7 @@ def _check_float_range(lo, hi, dtype, epsilon=None):
     if epsilon is not None and not float(info.tiny) * 2.0**60 <= epsilon <= float(info.max) * 2.0**-60:
         raise ValueError(f"epsilon = {epsilon:g} is outside [{float(info.tiny) * 2.0**60:.3g}, "
                          f"{float(info.max) * 2.0**-60:.3g}], where {info.dtype} keeps the budgets and noise finite.")
-    reason = too_wide(lo, hi, dtype)  # (`jaxdp._domain`: the CLI makes the same check before JAX starts)
+    reason = unfit(lo, hi, dtype)  # (`jaxdp._domain`: the CLI makes the same check before JAX starts)
     if reason:
         raise ValueError(f'{reason}: rescale the data, or use noise="float64".')
 

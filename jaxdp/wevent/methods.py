@@ -13,6 +13,8 @@ from jaxtyping import Array, Bool, Float
 
 from jaxdp import _validate, mechanisms, programs
 from jaxdp.mechanisms import exact
+
+MAX_WINDOW = 1 << 24  # w: the window's budgets are kept in a buffer of w entries
 from jaxdp._validate import counts as check_counts  # the eager checks live in _validate
 
 __all__ = ['METHODS', 'INITIAL', 'CountsClampedWarning', 'WEventResult', 'count_cap', 'run', 'SHIFT_AUTO_RATIO', 'WEventStream', 'check_counts', 'dissimilarity']
@@ -334,7 +336,8 @@ def run(
     if key.ndim > 1:
         raise ValueError(f"key must be one typed key or a 1-D key array [R] (one run per key); got shape {key.shape}.")
     _validate.option("method", method, METHODS)
-    _validate.size("w", w)
+    _validate.size("w", w, hi=MAX_WINDOW, why="the window's budgets are kept in a buffer of w entries (found in "
+                   "review: w = 10⁹ took 8 GB).")
     _validate.positive_scalar("epsilon", epsilon)
     noise = mechanisms.check_noise(noise)
     with _arithmetic(noise):
@@ -471,7 +474,7 @@ class WEventStream:
         if key.shape != ():
             raise ValueError(f"WEventStream takes one typed key, got a key array of shape {key.shape} (one stream per key).")
         _validate.option("method", method, METHODS)
-        self.d, self.w = _validate.size("d", d), _validate.size("w", w)
+        self.d, self.w = _validate.size("d", d), _validate.size("w", w, hi=MAX_WINDOW, why="the window's budgets are kept in a buffer of w entries.")
         _validate.positive_scalar("epsilon", epsilon)
         self.noise = mechanisms.check_noise(noise)
         with _arithmetic(self.noise):

@@ -12,6 +12,7 @@ from jaxtyping import Array, Bool, Float
 
 from jaxdp import _validate, mechanisms
 from jaxdp.wevent.methods import (
+    MAX_WINDOW,
     _SINCE_CAP,
     _above,
     _arithmetic,
@@ -160,7 +161,7 @@ def run_partitioned(key: jax.Array, counts, *, method: str, w: int, epsilon: flo
     """
     _validate.key(key)
     method = _validate.option("method", method, ("bd", "ba"))
-    w = _validate.size("w", w)
+    w = _validate.size("w", w, hi=MAX_WINDOW, why="the window's budgets are kept in a buffer of w entries.")
     _validate.positive_scalar("epsilon", epsilon)
     noise = mechanisms.check_noise(noise)
     with _arithmetic(noise):  # float64 for "grid": the groups' dissimilarity sums without float32 rounding

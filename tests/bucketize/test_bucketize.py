@@ -361,3 +361,24 @@ def test_f_prime_mappings_and_sa_values_are_checked():
             f(sa, {"a": 1.0})
         with pytest.raises(ValueError, match=r"sa\[1\] is missing"):
             f(np.array([1.0, np.nan, 2.0]), {1.0: 1.0, 2.0: 1.0})
+
+
+def test_bucket_sizes_counts_and_time_limits_are_checked():
+    """Found in review: M′ = 10⁵ took > 6 GB, M = 2.5 or True and counts of 1.5 were coerced silently, empty counts
+    and M′ <= M in `optimal` ended in NumPy's and SciPy's own errors, a negative time limit was accepted."""
+    sa, fp = list("aab"), {"a": 1.0, "b": 1.0}
+    for f in (B.multi_size_bucketing, B.two_size, B.optimal):
+        with pytest.raises(ValueError, match="m_max must be at most 1,024"):
+            f(sa, fp, m_max=10**5)
+        with pytest.raises(ValueError, match="need M′ > M"):
+            f(sa, fp, m_min=60)
+        for bad in (2.5, True, "3"):
+            with pytest.raises(TypeError, match="m_min must be"):
+                f(sa, fp, m_min=bad)
+    for f in (B.two_size_bucketing, B.optimal_bucketing):
+        for o in ([1.5, 2], [], [0, 0], [-1, 3]):
+            with pytest.raises(ValueError, match="non-negative whole numbers"):
+                f(o, [1.0] * len(o))
+    for bad in (-1, float("nan"), True):
+        with pytest.raises(ValueError, match="time_limit"):
+            B.optimal(sa, fp, time_limit=bad)

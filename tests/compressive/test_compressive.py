@@ -597,3 +597,11 @@ def test_measure_and_projection_check_their_keys_and_sizes(key):
         C.measure(k1, k2, d, epsilon=0.0, k=4)
     phi, y = C.measure(k1, k2, d, epsilon=1.0, k=4)
     assert phi.shape == (4, 16) and y.shape == (4,)
+
+
+def test_a_horizon_beyond_the_key_limit_is_refused(key):
+    # found in review: horizons of 2⁶² and 10¹⁸ aborted the process inside XLA (SIGABRT)
+    with pytest.raises(ValueError, match="horizon must be at most 67,108,864"):
+        C.tree_counter(key, np.ones(8), epsilon=1.0, horizon=2**62)
+    with pytest.raises(ValueError, match="horizon must be at most 67,108,864"):
+        C.TreeCounter(key, epsilon=1.0, horizon=10**18)

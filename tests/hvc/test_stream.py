@@ -754,3 +754,22 @@ def test_front_ends_refuse_key_arrays_of_more_than_one_axis_and_unhashable_ids(k
             f(keys, x, cfg, epsilon=1.0, bounds=bounds)
     with pytest.raises(ValueError, match="hashable"):
         jaxdp.anonymize(key, x, cfg, epsilon=1.0, bounds=bounds, ids=[[1], [2], [3], [4]])
+
+
+def test_a_domain_too_narrow_for_float32_is_refused_and_a_narrow_one_keeps_its_resolution(key):
+    # found in review: bounds (0, 1e-40) were accepted and every release was 0.0 (not even the midpoint); widths whose
+    # square underflows float32 are refused, and a width of 1e-12 releases what a width of 1 does, scaled
+    cfg = jaxdp.HVCConfig(4, 4, records_per_subject=1)
+    for f in (jaxdp.anonymize, jaxdp.pln):
+        with pytest.raises(ValueError, match="too narrow for float32"):
+            f(key, np.zeros((8, 1)), cfg, epsilon=1.0, bounds=(np.zeros(1), np.full(1, 1e-40)))
+    x = np.random.default_rng(0).uniform(0, 1, (64, 1))
+    one = jaxdp.anonymize(key, x, cfg, epsilon=1e3, bounds=(np.zeros(1), np.ones(1))).records
+    tiny = jaxdp.anonymize(key, x * 1e-12, cfg, epsilon=1e3, bounds=(np.zeros(1), np.full(1, 1e-12))).records
+    np.testing.assert_allclose(np.asarray(tiny, np.float64) * 1e12, np.asarray(one, np.float64), rtol=1e-5, atol=1e-6)
+
+
+def test_sizes_that_would_exhaust_memory_are_refused():
+    # found in review: block_size = 10⁵ asked NumPy for 74.5 GiB
+    with pytest.raises(ValueError, match="block_size must be at most 1,024"):
+        jaxdp.HVCConfig(10**5, 1)

@@ -400,6 +400,7 @@ CASES = [
     # found in review: squared widths past float32 (nanosecond timestamps) ended in a traceback quoting the data's max
     ("wide data bounds", lambda p: p.write_text("a,b,c\n1.7346e18,2,3\n"), ["--bounds", "data"], "float64"),
     ("bad bound", None, ["--bounds", "0:10,0:1_0,0:10"], "not a number"),
+    ("narrow bounds", None, ["--bounds", "0:10,0:1e-40,0:10"], "too narrow for float32"),  # released 0.0 (review)
     ("ids column", None, ["--ids-column", "zz"], "not a column"),
     ("empty id", lambda p: p.write_text("id,a,b\nx,1,2\n,3,4\n"), ["--ids-column", "id", "--bounds", "0:10,0:10"],
      "line 3: the id in column 'id' is empty"),  # was read as one subject "" (merging people)

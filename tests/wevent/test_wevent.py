@@ -549,3 +549,12 @@ def test_publication_noise_is_laplace_at_the_ledgers_budget_at_every_timestamp(k
     z = (np.asarray(res.releases, np.float64) - counts) * eps2[:, None]
     assert scipy.stats.kstest(z.ravel(), "laplace").pvalue > ALPHA
     assert scipy.stats.kstest(2 * z.ravel(), "laplace").pvalue < ALPHA
+
+
+def test_a_window_beyond_the_buffer_limit_is_refused(key):
+    # found in review: w = 10⁹ took 8 GB (a buffer of w budgets) before the first timestamp
+    for f in (lambda: wevent.run(key, np.ones((5, 3)), method="bd", w=10**9, epsilon=1.0),
+              lambda: wevent.WEventStream(key, d=3, method="bd", w=10**9, epsilon=1.0),
+              lambda: wevent.run_partitioned(key, np.ones((5, 3)), method="ba", w=10**9, epsilon=1.0, groups=1)):
+        with pytest.raises(ValueError, match="w must be at most 16,777,216"):
+            f()
