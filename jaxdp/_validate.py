@@ -37,8 +37,8 @@ def positive_scalar(name: str, value: Any) -> Any:
     arr = np.asarray(value)
     if arr.ndim != 0:
         raise ValueError(f"{name} must be a scalar, got an array of shape {arr.shape}.")
-    if not np.issubdtype(arr.dtype, np.number):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}.")
+    if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}.")  # complex: review
     v = float(arr)
     if not math.isfinite(v) or v <= 0.0:
         raise ValueError(f"{name} must be a finite number > 0, got {v!r}.")

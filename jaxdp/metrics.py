@@ -44,14 +44,23 @@ def _pair(y, x):
         raise ValueError(f"original records must have shape [N, d], got {x.shape}.")
     if y.shape[-2:] != x.shape or y.ndim not in (2, 3):
         raise ValueError(f"release must have shape [N, d] or [R, N, d] matching the original {x.shape}, got {y.shape}.")
+    # found in review: a NaN in the release was counted in the first marginal cell and gave a finite correlation
+    # error, a NaN in the original a LinAlgError
+    for name, v in (("release", y), ("original records", x)):
+        if not np.all(np.isfinite(v)):
+            raise ValueError(f"the {name} hold NaN or inf values: the utility measures need finite records.")
     return (y[None] if y.ndim == 2 else y), x
 
 
 def _domain(lo, hi, d):
-    lo = np.broadcast_to(np.asarray(lo, np.float64), (d,))
-    hi = np.broadcast_to(np.asarray(hi, np.float64), (d,))
-    if not np.all(hi > lo):
-        raise ValueError("the domain needs hi > lo in every column.")
+    lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+    if lo.shape not in ((), (d,)) or hi.shape not in ((), (d,)):
+        raise ValueError(f"lo and hi must be scalars or [d] = [{d}] arrays, got shapes {lo.shape} and {hi.shape}.")
+    lo, hi = np.broadcast_to(lo, (d,)), np.broadcast_to(hi, (d,))
+    with np.errstate(over="ignore", invalid="ignore"):
+        ok = np.all(np.isfinite(hi - lo)) and np.all(hi > lo)
+    if not ok:  # found in review: hi = inf gave a relative SSE of 0, a width of 2e308 marginal TVs of 0
+        raise ValueError("the domain needs finite bounds with hi > lo, and a finite width hi − lo, in every column.")
     return lo, hi
 
 
@@ -90,6 +99,9 @@ def marginal_tv(y, x, lo, hi, *, bins: int = 10, pairs: bool = True) -> tuple[fl
     y, x = _pair(y, x)
     d = x.shape[1]
     lo, hi = _domain(lo, hi, d)
+    from jaxdp import _validate
+
+    bins = _validate.size("bins", bins, hi=1000, why="the 2-way marginals hold bins² cells per pair of columns.")
     n = x.shape[0]
     cx = _cells(x, lo, hi, bins)
     one, two = [], []
@@ -144,6 +156,9 @@ def regression_r2(y, x, *, target: int = -1) -> float:
     d = x.shape[1]
     if d < 2:
         raise ValueError("regression_r2 needs at least two columns.")
+    if isinstance(target, (bool, np.bool_)) or not isinstance(target, (int, np.integer)) or not -d <= target < d:
+        # found in review: target = 1.5 ended in an IndexError and target = 7 (of d = 3) wrapped to column 1
+        raise ValueError(f"target must be a column index in [-{d}, {d - 1}], got {target!r}.")
     t = target % d
     feats = [j for j in range(d) if j != t]
 

@@ -55,3 +55,27 @@ def test_bad_shapes_are_rejected():
         metrics.relative_sse(X, X, HI, LO)
     s = metrics.summary(X, X, LO, HI)
     assert s["relative_sse"] == 0.0 and s["tv_1way"] == 0.0 and s["correlation_error"] == 0.0
+
+
+def test_measures_refuse_what_they_would_misread():
+    """Found in review: a NaN in the release was counted in the first marginal cell and gave a finite correlation
+    error; hi = inf gave a relative SSE of 0, a ±1e308 domain marginal TVs of 0; target = 7 of d = 3 wrapped to
+    column 1 and 1.5 ended in an IndexError; bins = 10⁷ asked for 728 TiB; wrong-length bounds or releases ended
+    in NumPy's broadcast errors."""
+    x = np.random.default_rng(0).uniform(0, 1, (20, 3))
+    y = x + 0.1
+    bad = y.copy()
+    bad[3, 1] = np.nan
+    for f in (lambda: metrics.marginal_tv(bad, x, 0.0, 1.0), lambda: metrics.correlation_error(bad, x),
+              lambda: metrics.regression_r2(bad, x)):
+        with pytest.raises(ValueError, match="NaN or inf"):
+            f()
+    for lo, hi in ((0.0, np.inf), (-1e308, 1e308), (np.zeros(2), np.ones(2))):
+        with pytest.raises(ValueError, match="hi > lo|shapes"):
+            metrics.relative_sse(y, x, lo, hi)
+    for target in (7, 1.5, True):
+        with pytest.raises(ValueError, match="column index"):
+            metrics.regression_r2(y, x, target=target)
+    with pytest.raises(ValueError, match="bins must be at most 1,000"):
+        metrics.marginal_tv(y, x, 0.0, 1.0, bins=10**7)
+    assert metrics.regression_r2(y, x, target=-3) == metrics.regression_r2(y, x, target=0)

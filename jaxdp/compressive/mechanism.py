@@ -102,6 +102,10 @@ def max_sparsity(n: int, c_k: float) -> int:
     S = n, where the "compressed" sample would have as many entries as D. The candidate set is
     therefore cut at this public bound (a function of n and c_k only).
     """
+    _validate.size("n", n)  # found in review: n = 0 ended in "math domain error"
+    if isinstance(c_k, (bool, np.bool_)) or not isinstance(c_k, (int, float, np.integer, np.floating)) \
+            or not (math.isfinite(c_k) and c_k > 0):
+        raise ValueError(f"c_k must be a finite number > 0, got {c_k!r}.")
     best = 1
     for s_ in range(1, max(1, int(n / math.e)) + 1):
         if math.ceil(c_k * s_ * math.log(n / s_)) <= n:

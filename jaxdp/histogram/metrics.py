@@ -24,10 +24,19 @@ def kl_divergence(hist, released, *, smoothing: float = 1.0) -> np.ndarray:
     if not smoothing > 0:
         raise ValueError(f"smoothing must be > 0, got {smoothing}.")
     p = p / p.sum()
-    q = np.maximum(np.asarray(released, np.float64), 0.0) + smoothing
+    q = np.maximum(_released(released, p.size), 0.0) + smoothing
     q = q / q.sum(axis=-1, keepdims=True)
     mask = p > 0
     return np.sum(np.where(mask, p * (np.log(np.where(mask, p, 1.0)) - np.log(q)), 0.0), axis=-1)
+
+
+def _released(released, n: int) -> np.ndarray:
+    """A release ``[..., n]`` of the histogram's n bins as float64 (found in review: other lengths broadcast into
+    NumPy's own error)."""
+    q = np.asarray(released, np.float64)
+    if q.ndim < 1 or q.shape[-1] != n:
+        raise ValueError(f"released must have shape [..., n] with the histogram's n = {n} bins, got {q.shape}.")
+    return q
 
 
 def range_query_mse(hist, released, *, sizes=None) -> tuple[np.ndarray, np.ndarray]:
@@ -46,7 +55,7 @@ def range_query_mse(hist, released, *, sizes=None) -> tuple[np.ndarray, np.ndarr
     sizes = raw.astype(np.int64).reshape(-1)
     if sizes.size == 0 or sizes.min() < 1 or sizes.max() > n:
         raise ValueError(f"range sizes must lie in [1, n = {n}].")
-    diff = np.asarray(released, np.float64) - h
+    diff = _released(released, n) - h
     pre = np.concatenate([np.zeros(diff.shape[:-1] + (1,)), np.cumsum(diff, axis=-1)], axis=-1)
     out = [np.mean((pre[..., s:] - pre[..., :-s]) ** 2, axis=-1) for s in sizes]
     return sizes, np.stack(out, axis=-1)
@@ -55,4 +64,4 @@ def range_query_mse(hist, released, *, sizes=None) -> tuple[np.ndarray, np.ndarr
 def l2_error(hist, released) -> np.ndarray:
     """``‖H − Ĥ‖₂`` over the last axis (float64)."""
     h = check_histogram(hist, integer=False)
-    return np.linalg.norm(np.asarray(released, np.float64) - h, axis=-1)
+    return np.linalg.norm(_released(released, h.size) - h, axis=-1)

@@ -111,6 +111,10 @@ class HVCConfig:
                     "give either target_length (the paper's accounting: ε·r/l per frame of r records) or "
                     "records_per_subject (ε/k per frame), not both."
                 )
+        if isinstance(self.split, (str, bytes)) or not all(
+                isinstance(s, (int, float, np.integer, np.floating)) and not isinstance(s, (bool, np.bool_))
+                for s in self.split):  # found in review: split="abc" said "could not convert string to float"
+            raise TypeError(f"split must be three numbers (ε_QL, ε_QE, ε_E fractions), got {self.split!r}.")
         split = tuple(float(s) for s in self.split)
         if len(split) != 3 or any(not math.isfinite(s) or s < 0 for s in split):
             raise ValueError(f"split must be three non-negative fractions (ε_QL, ε_QE, ε_E), got {self.split!r}.")
@@ -119,7 +123,10 @@ class HVCConfig:
         object.__setattr__(self, "split", split)
         object.__setattr__(self, "kinds", _validate.kinds(self.kinds))
         _validate.option("order", self.order, orders.ORDERS)
-        if self.theta not in (0.5, 1.0):
+        for name in ("prune", "clip_output"):  # found in review: prune="no" was accepted (a non-empty string is true)
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}.")
+        if isinstance(self.theta, (bool, np.bool_)) or self.theta not in (0.5, 1.0):  # True == 1.0 in Python
             raise ValueError(f"theta must be 0.5 or 1.0, got {self.theta!r}.")
         _validate.option("accounting", self.accounting, _validate.ACCOUNTINGS)
         _validate.option("reorder", self.reorder, _REORDERS)

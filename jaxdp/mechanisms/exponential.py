@@ -232,15 +232,14 @@ def _inverse_cdf(u: jax.Array, w: jax.Array) -> jax.Array:
 
 def _check_exp_args(scores, epsilon, sensitivity):
     _validate.positive_scalar("epsilon", epsilon)
-    if _validate.is_concrete(sensitivity):
-        s = np.asarray(sensitivity, dtype=np.float64)
-        if not (np.all(np.isfinite(s)) and np.all(s > 0)):
-            raise ValueError("sensitivity must be finite and > 0.")
+    _validate.budget("sensitivity", sensitivity)
     if not hasattr(scores, "shape"):
         scores = np.asarray(scores)
     if scores.ndim < 1 or scores.shape[-1] < 1:
         raise ValueError(f"scores must have shape [..., k] with k >= 1 candidates, got {tuple(scores.shape)}.")
     dt = np.dtype(scores.dtype)
+    if dt.kind not in "iuf" or dt == np.bool_:  # found in review: text scores ended in a JAX TypeError
+        raise TypeError(f"scores must be real numbers (higher is better), got dtype {dt}.")
     if not np.issubdtype(dt, np.floating):
         scores = jnp.asarray(scores).astype(_validate.float_dtype())
     return jnp.asarray(scores)

@@ -23,7 +23,17 @@ def window_sums(eps1, eps2, w: int) -> np.ndarray:
 
 def mae(releases, counts) -> np.ndarray:
     """Mean absolute error over timestamps and columns (paper Sec. 5)."""
-    return np.mean(np.abs(np.asarray(releases) - np.asarray(counts)), axis=(-2, -1))
+    releases, counts = _same_shape(releases, counts)
+    return np.mean(np.abs(releases - counts), axis=(-2, -1))
+
+
+def _same_shape(releases, counts):
+    """`releases` ``[..., T, d]`` and `counts` ``[T, d]`` as float64 (found in review: other shapes broadcast into
+    NumPy's own error, or silently)."""
+    r, c = np.asarray(releases, np.float64), np.asarray(counts, np.float64)
+    if c.ndim != 2 or r.shape[-2:] != c.shape:
+        raise ValueError(f"releases must have shape [..., T, d] matching counts [T, d] = {c.shape}, got {r.shape}.")
+    return r, c
 
 
 def mre(releases, counts, *, sanity: float = 1.0) -> np.ndarray:
@@ -32,5 +42,5 @@ def mre(releases, counts, *, sanity: float = 1.0) -> np.ndarray:
     The paper does not say how zero counts enter its MRE; jaxdp uses the common sanity bound: a
     count below `sanity` (default 1, one user) is replaced by it in the denominator.
     """
-    c = np.asarray(counts, np.float64)
-    return np.mean(np.abs(np.asarray(releases) - c) / np.maximum(c, sanity), axis=(-2, -1))
+    r, c = _same_shape(releases, counts)
+    return np.mean(np.abs(r - c) / np.maximum(c, sanity), axis=(-2, -1))

@@ -605,3 +605,12 @@ def test_a_horizon_beyond_the_key_limit_is_refused(key):
         C.tree_counter(key, np.ones(8), epsilon=1.0, horizon=2**62)
     with pytest.raises(ValueError, match="horizon must be at most 67,108,864"):
         C.TreeCounter(key, epsilon=1.0, horizon=10**18)
+
+
+def test_max_sparsity_checks_its_arguments():
+    # found in review: n = 0 ended in "math domain error"
+    with pytest.raises(ValueError, match="n must be >= 1"):
+        C.max_sparsity(0, 4.0)
+    with pytest.raises(ValueError, match="c_k"):
+        C.max_sparsity(64, float("nan"))
+    assert C.max_sparsity(64, 4.0) >= 1

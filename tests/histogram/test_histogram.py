@@ -610,3 +610,12 @@ def test_helpers_refuse_arguments_they_would_misread():
         H.hpartition(h, lam=-1)
     with pytest.raises(ValueError, match="n"):
         H.php_depth(0)
+
+
+def test_error_measures_refuse_releases_of_another_length():
+    # found in review: a release of another length ended in NumPy's broadcast error
+    h = np.array([3.0, 1.0, 0.0, 2.0])
+    for f in (H.kl_divergence, H.range_query_mse, H.l2_error):
+        with pytest.raises(ValueError, match="n = 4 bins"):
+            f(h, np.zeros(5))
+    assert H.l2_error(h, np.zeros((2, 4))).shape == (2,)

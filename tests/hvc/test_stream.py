@@ -773,3 +773,15 @@ def test_sizes_that_would_exhaust_memory_are_refused():
     # found in review: block_size = 10⁵ asked NumPy for 74.5 GiB
     with pytest.raises(ValueError, match="block_size must be at most 1,024"):
         jaxdp.HVCConfig(10**5, 1)
+
+
+def test_config_refuses_strings_for_flags_and_fractions():
+    # found in review: prune="no" and clip_output="no" were accepted (a non-empty string is true), theta=True
+    # passed as 1.0, split="abc" said "could not convert string to float"
+    for kw, err in ((dict(prune="no"), TypeError), (dict(clip_output="no"), TypeError), (dict(theta=True), ValueError),
+                    (dict(split="abc"), TypeError), (dict(split=(0.5, 0.25, "x")), TypeError)):
+        with pytest.raises(err):
+            jaxdp.HVCConfig(4, 4, **kw)
+    with pytest.raises(TypeError, match="real number"):
+        jaxdp.anonymize(jax.random.key(0), np.zeros((4, 1)), jaxdp.HVCConfig(2, 2, records_per_subject=1),
+                        epsilon=1 + 1j, bounds=(np.zeros(1), np.ones(1)))

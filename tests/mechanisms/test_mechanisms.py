@@ -319,3 +319,9 @@ def test_exponential_with_every_candidate_excluded_returns_minus_one(key):
     np.testing.assert_array_equal(mechanisms.exponential(key, batch, epsilon=1.0, sensitivity=1.0), [-1, 1])
     with pytest.raises(ValueError, match="one key"):  # was JAX's "accepts a single key" traceback
         mechanisms.exponential(jax.random.split(key, 6).reshape(2, 3), batch, epsilon=1.0, sensitivity=1.0)
+
+
+def test_exponential_refuses_scores_that_are_not_numbers(key):
+    # found in review: text scores ended in a JAX TypeError
+    with pytest.raises(TypeError, match="real numbers"):
+        mechanisms.exponential(key, ["a", "b"], epsilon=1.0, sensitivity=1.0)

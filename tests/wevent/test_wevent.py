@@ -558,3 +558,12 @@ def test_a_window_beyond_the_buffer_limit_is_refused(key):
               lambda: wevent.run_partitioned(key, np.ones((5, 3)), method="ba", w=10**9, epsilon=1.0, groups=1)):
         with pytest.raises(ValueError, match="w must be at most 16,777,216"):
             f()
+
+
+def test_error_measures_refuse_releases_of_another_shape():
+    # found in review: a length mismatch ended in NumPy's broadcast error
+    with pytest.raises(ValueError, match="matching counts"):
+        wevent.mae(np.zeros((4, 3)), np.zeros((5, 3)))
+    with pytest.raises(ValueError, match="matching counts"):
+        wevent.mre(np.zeros((4, 2)), np.zeros((4, 3)))
+    assert wevent.mae(np.ones((2, 4, 3)), np.zeros((4, 3))).shape == (2,)
