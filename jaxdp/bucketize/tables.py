@@ -60,6 +60,9 @@ def publish(key: jax.Array, qi, sa, bucketing: Bucketing, *, fake: int = 0, doma
         raise ValueError(f"key must be one typed key (a publication is one draw), got shape {key.shape}.")
     qi = np.asarray(qi)
     sa = np.asarray(sa)
+    if not hasattr(bucketing, "bucket"):  # found in review: an array of bucket ids ended in an AttributeError
+        raise TypeError(f"bucketing must be a Bucketing (from multi_size_bucketing, two_size, optimal or anatomy), "
+                        f"got {type(bucketing).__name__}: pass the Bucketing itself, not its .bucket.")
     bid = np.asarray(bucketing.bucket)
     if sa.ndim != 1 or sa.size == 0:
         raise ValueError(f"sa must be a non-empty 1-D array of SA values, got shape {sa.shape}.")

@@ -382,3 +382,11 @@ def test_bucket_sizes_counts_and_time_limits_are_checked():
     for bad in (-1, float("nan"), True):
         with pytest.raises(ValueError, match="time_limit"):
             B.optimal(sa, fp, time_limit=bad)
+
+
+def test_publish_names_a_bucket_array_passed_for_a_bucketing():
+    qi, sa = np.zeros((6, 1)), np.array(list("aabbcc"))
+    bk = B.anatomy(sa, ell=3)
+    with pytest.raises(TypeError, match="not its .bucket"):
+        B.publish(jax.random.key(0), qi, sa, bk.bucket)
+    assert B.publish(jax.random.key(0), qi, sa, bk).st_value.size == 6
