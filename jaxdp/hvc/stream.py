@@ -235,7 +235,10 @@ def _table_to_array(records):
 def _check_records(records, d: int | None = None) -> np.ndarray:
     records = _table_to_array(records)
     if not hasattr(records, "shape"):
-        records = np.asarray(records)
+        try:
+            records = np.asarray(records)
+        except ValueError:  # found in review: NumPy's "inhomogeneous shape" message for ragged lists
+            raise ValueError("records must be a rectangular [N, d] table: every record needs the same d attributes.") from None
     if records.ndim != 2 or records.shape[1] < 1:
         raise ValueError(f"records must have shape [N, d] with d >= 1, got {tuple(records.shape)}.")
     dt = np.dtype(records.dtype)

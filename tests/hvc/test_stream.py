@@ -785,3 +785,9 @@ def test_config_refuses_strings_for_flags_and_fractions():
     with pytest.raises(TypeError, match="real number"):
         jaxdp.anonymize(jax.random.key(0), np.zeros((4, 1)), jaxdp.HVCConfig(2, 2, records_per_subject=1),
                         epsilon=1 + 1j, bounds=(np.zeros(1), np.ones(1)))
+
+
+def test_ragged_records_get_a_clear_message(key):
+    with pytest.raises(ValueError, match="rectangular"):  # was NumPy's "inhomogeneous shape" (review)
+        jaxdp.anonymize(key, [[1.0, 2.0], [3.0]], jaxdp.HVCConfig(2, 2, records_per_subject=1), epsilon=1.0,
+                        bounds=(np.zeros(2), np.ones(2)))
