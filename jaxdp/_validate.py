@@ -314,6 +314,16 @@ def noise_fits(scale: float, dtype, what: str) -> None:
                          f"{np.dtype(dtype).name} (up to {top * 2.0**-12:.3g}); raise epsilon or use noise=\"float64\".")
 
 
+MAX_BLOCK_SIZE = 1024  # HVC's records per block n: the codec builds n × n tables per transform
+
+
+def block_size(name: str, value: Any) -> int:
+    """HVC's block size n: an int in [1, MAX_BLOCK_SIZE] (found in review: n = 10⁵ asked NumPy for 74.5 GiB of
+    tables, through `HVCConfig` and through `quantize.tables` alike)."""
+    return size(name, value, hi=MAX_BLOCK_SIZE, why="the codec's tables hold n × n matrices per transform, and "
+                "compile time grows with n (n = 256: about 2 minutes on 2 CPU cores).")
+
+
 def budget(name: str, value: Any) -> None:
     """For the traceable mechanism cores: where ε or Δ (a scalar or an array) is concrete, every entry must be a
     finite real number > 0. Found in review: the cores checked nothing, so ε = 0, −1, NaN, inf or a string were
@@ -325,7 +335,9 @@ def budget(name: str, value: Any) -> None:
         raise TypeError(f"{name} must be a positive real number (or an array of them), got {type(value).__name__}.")
     a = np.asarray(value)
     if a.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must be a positive real number (or an array of them), got dtype {a.dtype}.")
+        if not jnp.issubdtype(a.dtype, jnp.floating):  # bfloat16 is "V" to NumPy (found in review)
+            raise TypeError(f"{name} must be a positive real number (or an array of them), got dtype {a.dtype}.")
+        a = a.astype(np.float64)
     with np.errstate(invalid="ignore"):
         ok = a.size > 0 and bool(np.all(np.isfinite(a) & (a > 0)))
     if not ok:

@@ -139,9 +139,8 @@ class _Utf8(io.RawIOBase):
                 except (TypeError, ValueError, IndexError):
                     pass
                 line = self._lines + self._newlines(prefix.decode(err.object[: err.start])) + 1
-                raise InputError(f"{self._name}, line {line}: not valid {self._enc} text (byte "
-                                 f"{err.object[err.start]:#x}); pass the file's encoding, e.g. --encoding "
-                                 "latin-1.") from None  # fmt: skip
+                raise InputError(f"{self._name}, line {line}: not valid {self._enc} text; pass the file's "
+                                 "encoding, e.g. --encoding latin-1.") from None  # fmt: skip  (no byte: data)
             self._lines += self._newlines(text)
             self._cr = text.endswith("\r") if text else self._cr
             self._out, self._pos = text.encode("utf-8"), 0
@@ -323,9 +322,9 @@ class TableReader:
                 first = next(self._rescan(), None)
                 if first is not None and not first[1]:
                     raise _leading_blank(self.path, 1)
-        except UnicodeDecodeError as err:  # a header in another encoding (found in review: a traceback)
-            raise InputError(f"{self.path}: the header is not valid {self.encoding} text (byte {err.object[err.start]:#x}); "
-                             "pass the file's encoding, e.g. --encoding latin-1.") from None
+        except UnicodeDecodeError:  # a header in another encoding (found in review: a traceback)
+            raise InputError(f"{self.path}: the header is not valid {self.encoding} text; pass the file's encoding, "
+                             "e.g. --encoding latin-1.") from None
         reader.close() if hasattr(reader, "close") else None
         return names
 

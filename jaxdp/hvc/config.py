@@ -18,7 +18,7 @@ VARIANCE_SHARE = 0.05  # of each frame's budget ε_f, spent on the frame's noisy
 _REORDERS = ("none", "paper")
 _STRATEGIES = ("lagrangian", "s1", "s2")
 
-MAX_BLOCK_SIZE = 1024  # records per block n: the codec builds n × n tables per transform
+MAX_BLOCK_SIZE = _validate.MAX_BLOCK_SIZE  # records per block n: the codec builds n × n tables per transform
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,8 +99,7 @@ class HVCConfig:
 
     def __post_init__(self):
         # found in review: block_size = 10⁵ asked NumPy for 74.5 GiB of tables
-        _validate.size("block_size", self.block_size, hi=MAX_BLOCK_SIZE, why="the codec's tables hold n × n matrices "
-                       "per transform, and compile time grows with n (n = 256: about 2 minutes on 2 CPU cores).")
+        _validate.block_size("block_size", self.block_size)
         _validate.size("frame_blocks", self.frame_blocks)
         if self.target_length is not None:
             _validate.size("target_length", self.target_length)

@@ -146,7 +146,7 @@ def tables(
     n: int, bounds, *, kinds=_DEFAULT_KINDS, order: str = "zigzag", accounting: str = "paper"
 ) -> QuantizerTables:
     """Build (and cache) the public tables of a quantizer configuration. See `QuantizerTables`."""
-    n = _validate.size("n", n)
+    n = _validate.block_size("n", n)
     lo, hi = _validate.bounds(bounds)
     kinds = _validate.kinds(kinds)
     order = _validate.option("order", order, orders.ORDERS)

@@ -277,6 +277,8 @@ def _missing_id(v) -> bool:
     records into one subject. An id that cannot be hashed is refused."""
     if v is None or type(v).__name__ in ("NAType", "NaTType"):
         return True
+    if isinstance(v, (tuple, frozenset)):  # found in review: ("a", NaN) ids each counted as a new subject
+        return any(_missing_id(e) for e in v)
     try:
         hash(v)
     except TypeError:

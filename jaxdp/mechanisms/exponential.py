@@ -86,6 +86,8 @@ def _rounded_scores(scores, epsilon, sensitivity, public):
 def exponential_exact_core(key, scores, epsilon, sensitivity, public=None):
     """Traceable core of `exponential_exact` over the last axis of ``scores [k]`` (one draw); `public` as in
     `integer_scores` (a data-independent part of every score, rounded apart from the private part)."""
+    _validate.budget("epsilon", epsilon)
+    _validate.budget("sensitivity", sensitivity)
     dtype = scores.dtype
     eps = jnp.asarray(epsilon, dtype)
     qs, allowed, delta_q = _rounded_scores(scores, epsilon, sensitivity, public)
@@ -122,7 +124,7 @@ def exponential_exact(
     Returns:
       int32 scalar index.
     """
-    _validate.key(key)
+    _validate.key(key, max_ndim=0)
     scores = _check_exp_args(scores, epsilon, sensitivity)
     if scores.ndim != 1:
         raise ValueError(f"exponential_exact draws one index from scores [k]; vmap for batches (got {scores.shape}).")
@@ -218,6 +220,8 @@ def exponential_drawn(u, scores, *, epsilon, sensitivity) -> tuple[jax.Array, ja
     resulting output distribution is within L1 distance (groups + 16)·2⁻²³ of the softmax in float32, so δ per
     draw is at most (1 + e^ε)/2 times that (`noise="grid"` samples exactly).
     """
+    _validate.budget("epsilon", epsilon)  # found in review: ε = inf or Δ = 0 always returned (0, 0)
+    _validate.budget("sensitivity", sensitivity)
     factor = jnp.asarray(epsilon, scores.dtype) / (2.0 * jnp.asarray(sensitivity, scores.dtype))
     return categorical_2d_from(u, factor * scores)
 

@@ -158,7 +158,7 @@ def laplace(
     Raises:
       TypeError: `key` is not a typed key. ValueError: a concrete scale is not finite and > 0.
     """
-    _validate.key(key)
+    _validate.key(key, max_ndim=0)
     if _validate.is_concrete(scale):
         s = np.asarray(scale, dtype=np.float64)
         if not (np.all(np.isfinite(s)) and np.all(s > 0)):
@@ -218,7 +218,7 @@ def grid_laplace(key: jax.Array, x, *, scale, spacing) -> jax.Array:
       ValueError: a concrete ratio scale/spacing outside [1, 2²⁹) (it cannot be sampled exactly in
       32-bit integers: choose a coarser spacing), or a spacing that is not a power of two.
     """
-    _validate.key(key)
+    _validate.key(key, max_ndim=0)
     x = jnp.asarray(x)
     if not jnp.issubdtype(x.dtype, jnp.floating):
         x = x.astype(_validate.float_dtype())

@@ -159,7 +159,7 @@ def run_partitioned(key: jax.Array, counts, *, method: str, w: int, epsilon: flo
     Returns:
       `PartitionedResult`.
     """
-    _validate.key(key)
+    _validate.key(key, max_ndim=1)
     method = _validate.option("method", method, ("bd", "ba"))
     w = _validate.size("w", w, hi=MAX_WINDOW, why="the window's budgets are kept in a buffer of w entries.")
     _validate.positive_scalar("epsilon", epsilon)

@@ -765,8 +765,12 @@ def test_a_domain_too_narrow_for_float32_is_refused_and_a_narrow_one_keeps_its_r
             f(key, np.zeros((8, 1)), cfg, epsilon=1.0, bounds=(np.zeros(1), np.full(1, 1e-40)))
     x = np.random.default_rng(0).uniform(0, 1, (64, 1))
     one = jaxdp.anonymize(key, x, cfg, epsilon=1e3, bounds=(np.zeros(1), np.ones(1))).records
-    tiny = jaxdp.anonymize(key, x * 1e-12, cfg, epsilon=1e3, bounds=(np.zeros(1), np.full(1, 1e-12))).records
-    np.testing.assert_allclose(np.asarray(tiny, np.float64) * 1e12, np.asarray(one, np.float64), rtol=1e-5, atol=1e-6)
+    for w in (1e-12, 1e-15):  # the limit: √(2²⁴ × float32's tiny) ≈ 4.4e-16 (measured: 1e-17 still scales, 1e-18
+        # does not; a second review had taken widths to 1e-36 for working at ε = 50, where the noise hid it)
+        tiny = jaxdp.anonymize(key, x * w, cfg, epsilon=1e3, bounds=(np.zeros(1), np.full(1, w))).records
+        np.testing.assert_allclose(np.asarray(tiny, np.float64) / w, np.asarray(one, np.float64), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="too narrow for float32"):
+        jaxdp.anonymize(key, x * 1e-16, cfg, epsilon=1e3, bounds=(np.zeros(1), np.full(1, 1e-16)))
 
 
 def test_sizes_that_would_exhaust_memory_are_refused():
@@ -791,3 +795,14 @@ def test_ragged_records_get_a_clear_message(key):
     with pytest.raises(ValueError, match="rectangular"):  # was NumPy's "inhomogeneous shape" (review)
         jaxdp.anonymize(key, [[1.0, 2.0], [3.0]], jaxdp.HVCConfig(2, 2, records_per_subject=1), epsilon=1.0,
                         bounds=(np.zeros(2), np.ones(2)))
+
+
+def test_tuple_ids_with_a_missing_part_are_refused_and_tables_share_the_block_limit(key):
+    # a second review: ("a", NaN) ids each counted as a new subject (escaping the per-subject bound), and the
+    # block-size limit of HVCConfig did not reach `quantize.tables` (n = 10⁵: 74.5 GiB)
+    cfg = jaxdp.HVCConfig(2, 2, records_per_subject=1)
+    for ids in ([("a", float("nan"))] * 4, [frozenset({None})] * 4):
+        with pytest.raises(ValueError, match=r"ids\[0\] is missing"):
+            jaxdp.pln(key, np.zeros((4, 1)), cfg, epsilon=1.0, bounds=(np.zeros(1), np.ones(1)), ids=ids)
+    with pytest.raises(ValueError, match="n must be at most 1,024"):
+        jaxdp.hvc.quantize.tables(10**5, [[0.0], [1.0]])

@@ -325,3 +325,25 @@ def test_exponential_refuses_scores_that_are_not_numbers(key):
     # found in review: text scores ended in a JAX TypeError
     with pytest.raises(TypeError, match="real numbers"):
         mechanisms.exponential(key, ["a", "b"], epsilon=1.0, sensitivity=1.0)
+
+
+def test_the_other_cores_and_samplers_check_budgets_and_keys_too(key):
+    """A second review found siblings of the cores fixed above unchecked: `exponential_drawn` with ε = inf or
+    Δ = 0 always returned (0, 0) and `exponential_exact_core` took ε = 0; `laplace`, `grid_laplace` and
+    `exponential_exact` gave JAX's error for key arrays; a bfloat16 ε was refused by the new check."""
+    scores = jnp.array([[0.0, 1.0, 5.0], [2.0, 3.0, 4.0]])
+    u = mechanisms.exponential_uniforms(key)
+    for eps, sens in ((np.inf, 1.0), (1.0, 0.0), (0.0, 1.0)):
+        with pytest.raises(ValueError, match="finite and > 0"):
+            mechanisms.exponential_drawn(u, scores, epsilon=eps, sensitivity=sens)
+    with pytest.raises(ValueError, match="finite"):
+        mechanisms.exponential_exact(key, scores[0], epsilon=-1.0, sensitivity=1.0)
+    with pytest.raises(ValueError, match="finite and > 0"):
+        mechanisms.exponential_exact_core(key, scores[0], 0.0, 1.0)
+    keys = jax.random.split(key, 2)
+    for f in (lambda k: mechanisms.laplace(k, 1.0, (3,)), lambda k: mechanisms.exponential_exact(k, scores[0], epsilon=1.0,
+              sensitivity=1.0), lambda k: mechanisms.grid_laplace(k, jnp.zeros(3), scale=1.0, spacing=2.0**-4)):
+        with pytest.raises(ValueError, match="one key"):
+            f(keys)
+        f(key)
+    mechanisms.laplace_mechanism(key, jnp.zeros(3), epsilon=jnp.asarray(1.0, jnp.bfloat16), sensitivity=1.0)

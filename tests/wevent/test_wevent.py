@@ -567,3 +567,10 @@ def test_error_measures_refuse_releases_of_another_shape():
     with pytest.raises(ValueError, match="matching counts"):
         wevent.mre(np.zeros((4, 2)), np.zeros((4, 3)))
     assert wevent.mae(np.ones((2, 4, 3)), np.zeros((4, 3))).shape == (2,)
+
+
+def test_partitioned_runs_refuse_key_arrays_of_two_axes(key):
+    # a second review: JAX's "fold_in accepts a single key" traceback (run gave a clear message)
+    with pytest.raises(ValueError, match=r"key array \[R\]"):
+        wevent.run_partitioned(jax.random.split(key, 4).reshape(2, 2), np.ones((5, 3)), method="ba", w=2,
+                               epsilon=1.0, groups=1)
