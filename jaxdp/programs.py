@@ -39,6 +39,7 @@ import collections
 import functools
 import hashlib
 import os
+import re
 import tempfile
 import time
 
@@ -230,7 +231,7 @@ def _write(path: str, blob: bytes) -> bool:
     """Write `blob` to `path` atomically (a concurrent reader sees the old entry or the whole new one)."""
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=_TMP_PREFIX, suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             f.write(blob)
         os.replace(tmp, path)
@@ -312,13 +313,24 @@ def public_table(name: str, compute, *, size: int):
     return out
 
 
+_TMP_PREFIX = "jaxdp-"  # temporary files of interrupted writes: only these are ever removed as stale
+_ENTRY = re.compile(r"[0-9a-f]{64}\.xla|[^/]+-jaxdp[0-9][0-9A-Za-z.+_-]*\.f64")  # executables, tables
+
+
+def _own_subfolder(name: str) -> bool:
+    """Only jaxdp's own subfolders are trimmed: two hex digits (executables) and ``tables``. Found in review:
+    with the cache pointed at an existing folder (``JAXDP_PROGRAM_CACHE=$HOME``) trim removed an unrelated
+    ``*.tmp`` file an hour old, and once over the limit any ``*.xla``/``*.f64`` file of any subfolder."""
+    return name == "tables" or (len(name) == 2 and all(c in "0123456789abcdef" for c in name))
+
+
 def trim(folder: str, *, limit: int = MAX_BYTES) -> None:
     """Remove the least recently used entries of the program cache in `folder` (executables and tables) until
     it holds at most `limit` bytes, and temporary files left by interrupted writes (older than an hour)."""
     entries = []
     stale = time.time() - 3600
     try:
-        subs = [e.path for e in os.scandir(folder) if e.is_dir()]
+        subs = [e.path for e in os.scandir(folder) if e.is_dir(follow_symlinks=False) and _own_subfolder(e.name)]
     except OSError:
         return
     for sub in subs:
@@ -329,10 +341,10 @@ def trim(folder: str, *, limit: int = MAX_BYTES) -> None:
         for e in files:
             try:
                 st = e.stat()
-                if e.name.endswith(".tmp"):
+                if e.name.startswith(_TMP_PREFIX) and e.name.endswith(".tmp"):
                     if st.st_mtime < stale:
                         os.unlink(e.path)
-                elif e.name.endswith((".xla", ".f64")):
+                elif _ENTRY.fullmatch(e.name):
                     entries.append((st.st_mtime, st.st_size, e.path))
             except OSError:  # removed by another process meanwhile
                 continue

@@ -140,14 +140,14 @@ def test_trim_keeps_the_newest_entries_under_the_limit(tmp_path):
     for i in range(6):
         sub = tmp_path / f"{i:02d}"
         sub.mkdir()
-        path = sub / f"{i:02d}.xla"
+        path = sub / f"{i:02d}{'0' * 62}.xla"  # jaxdp's names: a SHA-256 digest in a folder of its first two digits
         path.write_bytes(b"x" * 1000)
         os.utime(path, (1000 + i, 1000 + i))
-    old = tmp_path / "00" / "left.tmp"  # an interrupted write, hours ago
+    old = tmp_path / "00" / "jaxdp-left.tmp"  # an interrupted write, hours ago
     old.write_bytes(b"x")
     os.utime(old, (1000, 1000))
     programs.trim(str(tmp_path), limit=3500)
-    assert [os.path.basename(p) for p in _entries(tmp_path)] == ["03.xla", "04.xla", "05.xla"]
+    assert [os.path.basename(p)[:2] for p in _entries(tmp_path)] == ["03", "04", "05"]
     assert not old.exists()
 
 
@@ -215,3 +215,19 @@ def test_debug_modes_and_traces_get_plain_jit(in_process_cache, key):
     before = programs.cache_info()
     traced = jax.jit(lambda: prog(key, 2.0))()  # concrete arguments under an outer trace: inlined, not run eagerly
     assert float(traced) == float(prog.__wrapped__(key, 2.0)) and programs.cache_info() == before
+
+
+def test_trim_touches_only_its_own_entries(tmp_path):
+    """Found in review: with the cache pointed at an existing folder, trim removed an unrelated hour-old ``*.tmp``
+    file and, over the size limit, any ``*.xla``/``*.f64`` file of any subfolder."""
+    import time
+
+    own = [("ab", "0" * 64 + ".xla"), ("tables", "x-jaxdp0.1.0.f64"), ("ab", "jaxdp-1.tmp")]
+    theirs = [("Documents", "thesis.tmp"), ("Documents", "paper.xla"), ("ab", "other.tmp")]
+    for sub, name in own + theirs:
+        (tmp_path / sub).mkdir(exist_ok=True)
+        (tmp_path / sub / name).write_bytes(b"x" * 100)
+        os.utime(tmp_path / sub / name, (time.time() - 7200,) * 2)
+    programs.trim(str(tmp_path), limit=0)
+    assert [n for s, n in own if (tmp_path / s / n).exists()] == []
+    assert [n for s, n in theirs if not (tmp_path / s / n).exists()] == []
