@@ -251,6 +251,8 @@ def _check_anonymize_args(args):
     if args.input is not None and args.input != "-" and _same_file(args.input, args.output):
         raise InputError("-o names the input file: choose another output (the input would be overwritten).")
     if args.report is not None:
+        if args.report in ("", "-"):  # found in review: "" wrote nothing silently, "-" made a file named "-"
+            raise InputError("--report needs a file name (the summary goes to stderr; the report is a JSON file).")
         if _same_file(args.report, args.output) or (args.input and _same_file(args.report, args.input)):
             raise InputError("--report must differ from the input and from -o.")
         folder = os.path.dirname(os.path.abspath(args.report))

@@ -701,11 +701,12 @@ class TableWriter:
                 raise InputError(f"the output folder {folder} does not exist: create it first.")
             if os.path.isdir(path):
                 raise InputError(f"{path} is a folder: give a file name for the output.")
-            self._tmp = os.path.join(folder, f".{os.path.basename(path)}.jaxdp-partial-{os.getpid()}")
+            if not _special(path):  # a device or a pipe is written directly (see `_special`)
+                self._tmp = os.path.join(folder, f".{os.path.basename(path)}.jaxdp-partial-{os.getpid()}")
 
     def _open(self, schema):
         pa = _pyarrow()
-        target = self._tmp
+        target = self._tmp if self._tmp is not None else self.path
         if self.fmt == "parquet":
             import pyarrow.parquet as pq
 
@@ -817,8 +818,18 @@ class TableWriter:
         return False
 
 
+def _special(path: str) -> bool:
+    """An existing target that is not a regular file (``/dev/null``, a FIFO): written directly. Found in review:
+    the temporary file renamed over it replaced the device itself with a regular file (as root, /dev/null)."""
+    return os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path)
+
+
 def atomic_write_text(path: str, text: str):
     """Write a small text file (the JSON report) through a temporary name."""
+    if _special(path):
+        with open(path, "w") as f:
+            f.write(text)
+        return
     folder = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(folder, f".{os.path.basename(path)}.jaxdp-partial-{os.getpid()}")
     with open(tmp, "w") as f:

@@ -719,3 +719,28 @@ def test_an_error_past_the_rescan_limit_is_named_by_its_record(tmp_path, capsys,
         monkeypatch.setattr(io, "RESCAN_BYTES", limit)
         assert cli.main(["anonymize", str(src), "-o", str(tmp_path / "o.csv"), *BOUNDS, "--quiet"]) == 2
         assert message in capsys.readouterr().err
+
+
+def test_a_pipe_or_device_given_as_output_is_written_not_replaced(tmp_path, capsys):
+    """Found in review: the temporary file was renamed over the target, so as root `--report /dev/null` or
+    `-o /dev/null` replaced the device with a regular file (a FIFO too); `--report ""` wrote nothing silently."""
+    src = tmp_path / "in.csv"
+    src.write_text(_csv_text())
+    import threading
+
+    got = {}
+    for flag in ("-o", "--report"):  # a FIFO in the test's folder (not /dev/null: a regression would replace it)
+        fifo = tmp_path / f"pipe{flag.strip('-')}"
+        os.mkfifo(fifo)
+        reader = threading.Thread(target=lambda f=fifo, k=flag: got.__setitem__(k, f.read_bytes()))
+        reader.start()
+        argv = ["-o", str(fifo)] if flag == "-o" else ["-o", str(tmp_path / "o.csv"), "--report", str(fifo)]
+        assert cli.main(["anonymize", str(src), *argv, *BOUNDS, "--quiet"]) == 0, capsys.readouterr().err
+        reader.join(timeout=60)
+        assert not os.path.isfile(fifo)  # still the pipe
+    assert got["-o"].startswith(b"a,b,c") and b'"private"' in got["--report"]
+    assert not list(tmp_path.glob("*partial*"))
+    for bad in ("", "-"):
+        assert cli.main(["anonymize", str(src), "-o", str(tmp_path / "o.csv"), "--report", bad, *BOUNDS,
+                         "--quiet"]) == 2  # fmt: skip
+        assert "--report needs a file name" in capsys.readouterr().err
