@@ -808,11 +808,18 @@ def anonymize_streams(keys: jax.Array, streams, config: HVCConfig, *, epsilon: f
     """
     from jaxdp import _validate
 
-    _validate.key(keys)
+    _validate.key(keys, max_ndim=1)
+    if not isinstance(config, HVCConfig):  # found in review: a dict ended in an AttributeError
+        raise TypeError(f"config must be an HVCConfig, got {type(config).__name__}.")
+    if not isinstance(shard, (bool, np.bool_)):  # "no" was taken as True
+        raise TypeError(f"shard must be True or False, got {shard!r}.")
     epsilon = float(_validate.positive_scalar("epsilon", epsilon))
-    streams = np.asarray(streams)
-    if streams.ndim != 3 or streams.shape[1] == 0:
-        raise ValueError(f"streams must have shape [S, N, d] with N >= 1, got {streams.shape}.")
+    try:
+        streams = np.asarray(streams)
+    except ValueError:
+        raise ValueError("streams must be a rectangular [S, N, d] array (every stream the same N and d).") from None
+    if streams.ndim != 3 or streams.shape[0] == 0 or streams.shape[1] == 0:
+        raise ValueError(f"streams must have shape [S, N, d] with S, N >= 1, got {streams.shape}.")
     if keys.shape != streams.shape[:1]:
         raise ValueError(f"keys must have shape [S] = {streams.shape[:1]}, got {keys.shape}.")
     if isinstance(bounds, str) and bounds == "data":
@@ -823,6 +830,9 @@ def anonymize_streams(keys: jax.Array, streams, config: HVCConfig, *, epsilon: f
     lo, hi, private = codec.resolve_bounds(bounds)
     if lo.shape[0] != streams.shape[2]:
         raise ValueError(f"bounds describe {lo.shape[0]} attributes but streams have d = {streams.shape[2]}.")
+    # found in review: anonymize's float-range checks were skipped here, so ε = 1e300 or bounds [0, 1e-30] or ±3e38
+    # silently released the midpoint where anonymize refuses
+    _check_float_range(lo, hi, _compute_dtype(config), epsilon)
     n_streams, n_rows, d = streams.shape
     limit = None if config.records_per_subject is not None else (config.target_length or n_rows)
     frames, planner = _plan_all(config, n_rows, None, limit)

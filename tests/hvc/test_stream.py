@@ -806,3 +806,21 @@ def test_tuple_ids_with_a_missing_part_are_refused_and_tables_share_the_block_li
             jaxdp.pln(key, np.zeros((4, 1)), cfg, epsilon=1.0, bounds=(np.zeros(1), np.ones(1)), ids=ids)
     with pytest.raises(ValueError, match="n must be at most 1,024"):
         jaxdp.hvc.quantize.tables(10**5, [[0.0], [1.0]])
+
+
+def test_many_streams_make_the_checks_one_stream_makes(key):
+    """Found in review: anonymize_streams skipped anonymize's float-range checks (ε = 1e300 or a domain too narrow
+    or too wide silently released the midpoint), and S = 0, a dict config or shard="no" were not refused."""
+    cfg = jaxdp.HVCConfig(2, 2, records_per_subject=1)
+    keys, x, ok = jax.random.split(key, 2), np.full((2, 4, 1), 0.5), (np.zeros(1), np.ones(1))
+    for eps, bounds in ((1e300, ok), (1.0, (np.zeros(1), np.full(1, 1e-30))), (1.0, (np.full(1, -3e38), np.full(1, 3e38)))):
+        with pytest.raises(ValueError):
+            jaxdp.anonymize(key, x[0], cfg, epsilon=eps, bounds=bounds)
+        with pytest.raises(ValueError):
+            jaxdp.anonymize_streams(keys, x, cfg, epsilon=eps, bounds=bounds)
+    with pytest.raises(ValueError, match="S, N >= 1"):
+        jaxdp.anonymize_streams(keys[:0], x[:0], cfg, epsilon=1.0, bounds=ok)
+    with pytest.raises(TypeError, match="HVCConfig"):
+        jaxdp.anonymize_streams(keys, x, {"block_size": 2}, epsilon=1.0, bounds=ok)
+    with pytest.raises(TypeError, match="shard"):
+        jaxdp.anonymize_streams(keys, x, cfg, epsilon=1.0, bounds=ok, shard="no")
