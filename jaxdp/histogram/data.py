@@ -17,15 +17,18 @@ def bin_values(values, *, bins: int, lo: float, hi: float) -> np.ndarray:
 
     The range must be public (fixed without looking at the data) for the release to be DP.
     """
-    bins = _validate.size("bins", bins)
+    bins = _validate.size("bins", bins, hi=1 << 26, why="the histogram holds one count per bin.")
     v = np.asarray(values, np.float64).reshape(-1)
     if v.size == 0:
         raise ValueError("no values to bin.")
     if not np.all(np.isfinite(v)):
         raise ValueError("values contain NaN or inf.")
-    if not hi > lo:
-        raise ValueError(f"need lo < hi, got [{lo}, {hi}].")
-    idx = np.clip(np.floor((v - lo) / (hi - lo) * bins).astype(np.int64), 0, bins - 1)
+    lo, hi = float(lo), float(hi)
+    with np.errstate(over="ignore"):
+        if not (hi > lo and np.isfinite(hi - lo)):  # found in review: an infinite width put every value in bin 0
+            raise ValueError(f"need finite lo < hi with a finite width hi − lo, got [{lo}, {hi}].")
+    # clipped in float before the cast (found in review: 3e18 in [0, 1] overflowed int64 and landed in bin 0)
+    idx = np.clip(np.floor((v - lo) / (hi - lo) * bins), 0, bins - 1).astype(np.int64)
     return np.bincount(idx, minlength=bins).astype(np.int64)
 
 

@@ -619,3 +619,11 @@ def test_error_measures_refuse_releases_of_another_length():
         with pytest.raises(ValueError, match="n = 4 bins"):
             f(h, np.zeros(5))
     assert H.l2_error(h, np.zeros((2, 4))).shape == (2,)
+
+
+def test_bin_values_clips_far_values_into_the_end_bins():
+    # found in review: 3e18 in [0, 1] overflowed the int64 cast and landed in the first bin; an infinite width
+    # put every value in bin 0
+    np.testing.assert_array_equal(H.bin_values([3e18, -3e18, 0.5], bins=4, lo=0.0, hi=1.0), [1, 0, 1, 1])
+    with pytest.raises(ValueError, match="finite width"):
+        H.bin_values([1.0], bins=4, lo=-1e308, hi=1e308)
