@@ -142,9 +142,11 @@ def block(name: str, x: Any, *, min_rank: int = 2) -> jax.Array:
     if x.shape[-1] < 1 or x.shape[-2] < 1:
         raise ValueError(f"{name} must have n >= 1 records and d >= 1 attributes, got shape {tuple(x.shape)}.")
     dt = np.dtype(x.dtype)
-    if dt == np.bool_ or not (np.issubdtype(dt, np.floating) or np.issubdtype(dt, np.integer)):
+    if dt == np.bool_ or not (jnp.issubdtype(dt, jnp.floating) or np.issubdtype(dt, np.integer)):
         raise TypeError(f"{name} must hold real numbers (float or int), got dtype {dt}.")
-    if np.issubdtype(dt, np.integer):
+    if np.issubdtype(dt, np.integer) or jnp.finfo(dt).bits < 32:
+        # integers, and float16 / bfloat16, compute in the default float (found in review: float16 blocks gave
+        # all-NaN probability tables at width 40, and bfloat16 was refused as not real)
         return jnp.asarray(x).astype(float_dtype())
     return jnp.asarray(x)
 

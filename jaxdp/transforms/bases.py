@@ -121,6 +121,12 @@ def rdft_size(n: int, k):
     return jnp.where(k > 0, jnp.minimum(2 * k - 1, n), 0) if not isinstance(k, int) else (min(2 * k - 1, n) if k > 0 else 0)
 
 
+def _floating(x) -> jax.Array:
+    """A real float array (integers in the default float: found in review, `rdft(np.arange(5))` came back int32)."""
+    x = jnp.asarray(x)
+    return x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(_validate.float_dtype())
+
+
 def rdft(x: Float[Array, "*batch n"]) -> Float[Array, "*batch n"]:
     """Orthonormal real DFT along the last axis: ``n`` real coordinates ordered by frequency.
 
@@ -131,7 +137,7 @@ def rdft(x: Float[Array, "*batch n"]) -> Float[Array, "*batch n"]:
     exact value is `jaxdp.histogram.dft_sensitivity`). Computed with
     an FFT in O(n log n); any n ≥ 1.
     """
-    x = jnp.asarray(x)
+    x = _floating(x)
     n = x.shape[-1]
     f = jnp.fft.rfft(x, axis=-1, norm="ortho")
     h = (n - 1) // 2
@@ -145,7 +151,7 @@ def rdft(x: Float[Array, "*batch n"]) -> Float[Array, "*batch n"]:
 
 def irdft(c: Float[Array, "*batch n"]) -> Float[Array, "*batch n"]:
     """Inverse of `rdft` along the last axis (orthonormal, so also its transpose)."""
-    c = jnp.asarray(c)
+    c = _floating(c)
     n = c.shape[-1]
     h = (n - 1) // 2
     inv_root2 = np.sqrt(0.5).astype(c.dtype)

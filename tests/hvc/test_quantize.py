@@ -269,3 +269,16 @@ def test_transforms_round_trip_inside_quantizer_without_noise(x64):
     assert int(info.t) == 12
     np.testing.assert_allclose(x_tilde, x, atol=1e-9)
     np.testing.assert_allclose(transforms.inverse(transforms.forward(x, "dst"), "dst"), x, atol=1e-12)
+
+
+@pytest.mark.parametrize("low", [np.float16, jnp.bfloat16])
+def test_half_precision_blocks_compute_in_the_default_float(low):
+    # found in review: float16 blocks of width 40 gave all-NaN probability tables, bfloat16 was refused
+    x = np.random.default_rng(0).uniform(0, 40, (8, 2))
+    b = [[0, 0], [40, 40]]
+    want = quantize.selection_probabilities(np.asarray(jnp.asarray(x, low), np.float32), np.zeros((8, 2), np.float32), b,
+                                            eps_laplace=1.0, eps_select=1.0)
+    got = quantize.selection_probabilities(jnp.asarray(x, low), jnp.zeros((8, 2), low), b, eps_laplace=1.0,
+                                           eps_select=1.0)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-7)

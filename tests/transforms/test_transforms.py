@@ -84,3 +84,10 @@ def test_bad_input_is_rejected(args, err):
 def test_bad_size_is_rejected(n):
     with pytest.raises((ValueError, TypeError)):
         transforms.matrix("dct", n)
+
+
+def test_rdft_promotes_integers_to_the_default_float():
+    # found in review: rdft(np.arange(5)) came back int32, truncated
+    c = transforms.rdft(np.arange(5))
+    assert c.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(transforms.irdft(c)), np.arange(5), atol=1e-5)
