@@ -402,6 +402,26 @@ def vector(d, name="d") -> np.ndarray:
     return v
 
 
+def text_lines(path) -> list[str]:
+    """The lines of a UTF-8 text file, with file errors as `ValueError`s that name the file and line but never
+    quote its content (found in review: a missing file or a folder raised OSError, an int path was opened as a
+    file descriptor, and a bad byte was quoted)."""
+    import os
+
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file name (str or path-like), got {type(path).__name__}.")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as err:
+        raise ValueError(f"cannot read {path}: {err.strerror or type(err).__name__}.") from None
+    try:
+        return raw.decode("utf-8-sig").splitlines()
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise ValueError(f"{path}:{line}: not valid UTF-8 text; convert the file to UTF-8.") from None
+
+
 def read_number_column(path: str) -> np.ndarray:
     """Numbers from a text file: one per line, or the last field of CSV rows; blank lines and ``#``
     comments are skipped, and a non-numeric first line is taken as a header. float64 ``[N]``.
@@ -409,16 +429,15 @@ def read_number_column(path: str) -> np.ndarray:
     Raises `ValueError` naming the file and line of a field that is not a number.
     """
     vals = []
-    with open(path) as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            field = line.split(",")[-1].strip()
-            try:
-                vals.append(float(field))
-            except ValueError:
-                if lineno == 1 and not vals:
-                    continue  # header
-                raise ValueError(f"{path}:{lineno}: the last field is not a number.") from None  # not the value: logs
+    for lineno, line in enumerate(text_lines(path), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        field = line.split(",")[-1].strip()
+        try:
+            vals.append(float(field))
+        except ValueError:
+            if lineno == 1 and not vals:
+                continue  # header
+            raise ValueError(f"{path}:{lineno}: the last field is not a number.") from None  # not the value: logs
     return np.asarray(vals, np.float64)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxdp import _validate
 from jaxdp.wevent.methods import check_counts
 
 __all__ = ['synthetic_counts', 'load_counts']
@@ -34,21 +35,35 @@ def synthetic_counts(seed: int, *, timestamps: int = 1000, columns: int = 100, k
 
 def load_counts(path: str) -> np.ndarray:
     """A user's count stream from CSV (one row per timestamp, one column per count; header optional)."""
-    with open(path) as f:
-        lines = [ln.strip() for ln in f if ln.strip()]
-    if not lines:
+    numbered = [(i, ln.strip()) for i, ln in enumerate(_validate.text_lines(path), 1) if ln.strip()]
+    if not numbered:
         raise ValueError(f"{path} is empty.")
-    rows = [ln.split(",") for ln in lines]
+    rows = [(i, ln.split(",")) for i, ln in numbered]
     try:
-        float(rows[0][0])
+        float(rows[0][1][0])
     except ValueError:
         rows = rows[1:]  # header
     if not rows:
         raise ValueError(f"{path} has a header but no rows of counts.")
-    widths = {len(r) for r in rows}
+    widths = {len(r) for _, r in rows}
     if len(widths) != 1:
         raise ValueError(f"{path}: rows have different numbers of columns {sorted(widths)} (ragged rows).")
+    values = []
+    for i, r in rows:
+        try:
+            values.append([float(v) for v in r])
+        except ValueError:  # found in review: float()'s message quoted the cell
+            col = next(j for j, v in enumerate(r) if not _is_float(v))
+            raise ValueError(f"{path}:{i}, column {col + 1}: not a number.") from None
     try:
-        return check_counts([[float(v) for v in r] for r in rows])
+        return check_counts(values)
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from None
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

@@ -574,3 +574,24 @@ def test_partitioned_runs_refuse_key_arrays_of_two_axes(key):
     with pytest.raises(ValueError, match=r"key array \[R\]"):
         wevent.run_partitioned(jax.random.split(key, 4).reshape(2, 2), np.ones((5, 3)), method="ba", w=2,
                                epsilon=1.0, groups=1)
+
+
+def test_loading_counts_names_positions_never_values(tmp_path):
+    # found in review: a cell that is not a number was quoted ("secretvalue42"); a folder or a missing file raised
+    # OSError, a bad byte was quoted
+    p = tmp_path / "c.csv"
+    p.write_text("a,b\n1,2\n3,secretvalue42\n")
+    with pytest.raises(ValueError, match="c.csv:3, column 2: not a number") as err:
+        wevent.load_counts(str(p))
+    assert "secret" not in str(err.value)
+    p.write_bytes(b"a,b\n1,2\n3,\xff\n")
+    with pytest.raises(ValueError, match=":3: not valid UTF-8") as err:
+        wevent.load_counts(str(p))
+    assert "xff" not in str(err.value)
+    for bad in (tmp_path, tmp_path / "missing.csv"):
+        with pytest.raises(ValueError, match="cannot read"):
+            wevent.load_counts(str(bad))
+    with pytest.raises(TypeError, match="file name"):
+        wevent.load_counts(3)
+    p.write_text("a,b\n1,2\n3,4\n")
+    np.testing.assert_array_equal(wevent.load_counts(str(p)), [[1, 2], [3, 4]])
