@@ -56,8 +56,16 @@ class AuditResult:
     pair: int = 0
 
 
+MAX_TRIALS = 1 << 26  # trials per input of an audit run: their outputs are held in memory at once
+
+
 def clopper_pearson(count: int, trials: int, alpha: float) -> tuple[float, float]:
     """Exact two-sided (1 − alpha) Clopper–Pearson interval for a binomial proportion."""
+    trials = _validate.size("trials", trials)
+    if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)) or not 0 <= count <= trials:
+        raise ValueError(f"count must be an int in [0, trials = {trials}], got {count!r}.")  # 11 of 10 gave NaN
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}.")
     lo = 0.0 if count == 0 else float(scipy.stats.beta.ppf(alpha / 2, count, trials - count + 1))
     hi = 1.0 if count == trials else float(scipy.stats.beta.ppf(1 - alpha / 2, count + 1, trials - count))
     return lo, hi
@@ -140,9 +148,13 @@ def audit(
     Returns:
       An `AuditResult`.
     """
-    _validate.key(key)
+    _validate.key(key, max_ndim=0)
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}.")
+    # found in review: trials = 10¹² aborted the process inside XLA, 0 divided by zero, −5 an MLIR error
+    trials = _validate.size("trials", trials, hi=MAX_TRIALS, why="the trials' outputs are held in memory at once.")
+    if selection_trials is not None:
+        selection_trials = _validate.size("selection_trials", selection_trials, hi=MAX_TRIALS)
     statistic = statistic or (lambda out: out)
     selection_trials = selection_trials or max(1000, trials // 4)
     k_sel, k_meas = jax.random.split(key)
@@ -185,9 +197,10 @@ def audit_pairs(
     Returns:
       The `AuditResult` of the chosen pair (``result.pair`` is its index).
     """
-    _validate.key(key)
+    _validate.key(key, max_ndim=0)
     if not pairs:
         raise ValueError("pairs is empty: give at least one (x, x_prime) neighbour pair.")
+    search_trials = _validate.size("search_trials", search_trials, hi=MAX_TRIALS)  # 0: an IndexError (review)
     k_search, k_audit = jax.random.split(key)
     statistic = kwargs.get("statistic") or (lambda out: out)
     scores = []
@@ -212,8 +225,13 @@ def corner_neighbours(x, lo, hi, *, rows: Sequence[int] | None = None, max_pairs
     x = np.asarray(x, np.float64)
     lo = np.broadcast_to(np.asarray(lo, np.float64), x.shape[-1:])
     hi = np.broadcast_to(np.asarray(hi, np.float64), x.shape[-1:])
+    if x.ndim != 2:
+        raise ValueError(f"x must be a block [n, d], got shape {x.shape}.")
     n, d = x.shape
-    rows = range(n) if rows is None else rows
+    rows = range(n) if rows is None else list(rows)
+    bad = [r for r in rows if isinstance(r, (bool, np.bool_)) or not isinstance(r, (int, np.integer)) or not -n <= r < n]
+    if bad:  # found in review: rows=[5] of n = 4 ended in an IndexError
+        raise ValueError(f"rows must be record indices in [-{n}, {n - 1}], got {bad[0]!r}.")
     pairs = []
     rng = np.random.default_rng(0)
     for r in rows:

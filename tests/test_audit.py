@@ -51,3 +51,20 @@ def test_audit_rejects_bad_arguments(key):
         audit.audit(lambda k, x: x, key, 0.0, 1.0, confidence=1.5)
     with pytest.raises(ValueError, match="pairs"):
         audit.audit_pairs(lambda k, x: x, key, [])
+
+
+def test_audit_sizes_and_counts_are_checked(key):
+    # found in review: trials = 10¹² aborted the process inside XLA, 0 divided by zero, −5 an MLIR error;
+    # search_trials = 0 and rows=[5] of 4 raised IndexError; clopper_pearson(11, 10) returned NaN
+    mech = lambda k, x: x + jax.random.laplace(k, ())  # noqa: E731
+    for trials in (10**12, 0, -5):
+        with pytest.raises((ValueError, TypeError), match="trials"):
+            audit.audit(mech, key, 0.0, 1.0, trials=trials)
+    with pytest.raises(ValueError, match="search_trials"):
+        audit.audit_pairs(mech, key, [(0.0, 1.0)], search_trials=0)
+    with pytest.raises(ValueError, match="record indices"):
+        audit.corner_neighbours(np.zeros((4, 2)), 0.0, 1.0, rows=[5])
+    with pytest.raises(ValueError, match="count"):
+        audit.clopper_pearson(11, 10, 0.05)
+    lo, hi = audit.clopper_pearson(5, 10, 0.05)
+    assert 0 < lo < 0.5 < hi < 1
