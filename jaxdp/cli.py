@@ -63,15 +63,18 @@ def _demo_bounds(text: str | None, data: np.ndarray) -> tuple[np.ndarray, str]:
 
 
 def _pln(key, data, widths, epsilon):
-    import jax.numpy as jnp
-
-    from jaxdp import mechanisms
-
-    """Laplace noise per record with per-attribute budgets ∝ Λ^{2/3} (Theorem 1 with n = 1).
+    """Laplace noise per record with per-attribute budgets ∝ Λ^{2/3} (Theorem 1 with n = 1), on the records
+    clamped into the domain [0, Λ] first, as `jaxdp.pln` does (found in review: unclamped records outside
+    `--bounds` had sensitivity beyond Λ, so the baseline was not private).
 
     A tighter variant of the paper's PLN (`jaxdp.pln` adds ``Lap(ΣΛ/ε)`` to every attribute); the demo
     uses it because it is the stronger per-record baseline at the same ε.
     """
+    import jax.numpy as jnp
+
+    from jaxdp import mechanisms
+
+    data = np.clip(data, 0.0, widths)
     g23 = widths ** (2.0 / 3.0)
     eps_k = epsilon * g23 / g23.sum()  # Theorem 1 with n = 1: attribute k gets ε·Λ_k^(2/3)/ΣΛ^(2/3)
     return data + np.asarray(mechanisms.laplace_noise(key, data.shape, epsilon=eps_k, sensitivity=widths, dtype=jnp.float32))
