@@ -355,6 +355,9 @@ def run(
         raise ValueError(f"decisions must be {t} values in {{-1, 0, 1}}.")
     forced = force != -1  # the caller's overrides, before the public start-up rule below adds its own
     if _check_initial(initial, method) == "publish" and t > 0:
+        if force[0] == 0:  # found in review: silently overridden
+            raise ValueError("decisions[0] = 0 (skip) contradicts initial='publish' (publish at the first timestamp); "
+                             "drop one of them.")
         force = force.copy()
         force[0] = 1
     start = _check_start(start, t)

@@ -595,3 +595,11 @@ def test_loading_counts_names_positions_never_values(tmp_path):
         wevent.load_counts(3)
     p.write_text("a,b\n1,2\n3,4\n")
     np.testing.assert_array_equal(wevent.load_counts(str(p)), [[1, 2], [3, 4]])
+
+
+def test_a_skip_at_the_first_timestamp_contradicting_initial_publish_is_refused(key):
+    # found in review: initial="publish" silently overrode decisions[0] = 0
+    with pytest.raises(ValueError, match="contradicts initial='publish'"):
+        wevent.run(key, np.ones((4, 2)), method="bd", w=2, epsilon=1.0, initial="publish", decisions=[0, -1, -1, -1])
+    r = wevent.run(key, np.ones((4, 2)), method="bd", w=2, epsilon=1.0, initial="publish", decisions=[1, -1, -1, -1])
+    assert r.releases.shape == (4, 2)
