@@ -256,6 +256,21 @@ def _read_checked(path: str) -> bytes | None:
     return body if hashlib.sha256(body).digest() == digest else None
 
 
+def _signature(args_info, out_info):
+    """Shapes and dtypes of a program's arguments and results (what a loaded executable must match)."""
+    leaves = jax.tree.leaves((args_info, out_info), is_leaf=lambda a: hasattr(a, "shape") and hasattr(a, "dtype"))
+    return [(tuple(a.shape), str(a.dtype)) for a in leaves]
+
+
+def _fits(compiled, lowered) -> bool:
+    """Whether a loaded executable takes and returns what `lowered` does. Found in review: an entry with a valid
+    checksum that held another program (copied over it) was loaded and ended in JAX's TypeError at the call."""
+    try:
+        return _signature(compiled.args_info, compiled.out_info) == _signature(lowered.args_info, lowered.out_info)
+    except Exception:  # a JAX without these: trust the entry's name (a hash of the lowered text)
+        return True
+
+
 def _load_or_compile(lowered, name: bytes, folder: str):
     from jax.experimental import serialize_executable
 
@@ -267,13 +282,15 @@ def _load_or_compile(lowered, name: bytes, folder: str):
     if payload is not None:
         try:
             compiled = serialize_executable.deserialize_and_load(payload, lowered.in_tree, lowered.out_tree)
+            if not _fits(compiled, lowered):
+                raise ValueError("the entry holds another program")
             _counts["loaded"] += 1
             try:
                 os.utime(path)  # most recently used (kept by `trim`)
             except OSError:
                 pass
             return compiled
-        except Exception:  # an entry this JAX cannot load: compile (and replace it)
+        except Exception:  # an entry this JAX cannot load, or another program's: compile (and replace it)
             pass
     hits = _jax_cache_hits[0]
     compiled = lowered.compile()

@@ -231,3 +231,29 @@ def test_trim_touches_only_its_own_entries(tmp_path):
     programs.trim(str(tmp_path), limit=0)
     assert [n for s, n in own if (tmp_path / s / n).exists()] == []
     assert [n for s, n in theirs if not (tmp_path / s / n).exists()] == []
+
+
+def _double(x):
+    return 2.0 * x
+
+
+def _other(x):
+    return x[:2] * 3.0
+
+
+def test_an_entry_holding_another_program_is_recompiled(in_process_cache):
+    """Found in review: an entry with a valid checksum that held another program (copied over it) was loaded,
+    and the call ended in JAX's TypeError. Such an entry is now compiled again and replaced."""
+    x = jnp.arange(3.0)
+    np.testing.assert_array_equal(programs.Program(_double)(x), 2 * x)
+    (mine,) = _entries(in_process_cache)
+    programs.Program(_other)(jnp.ones(5))  # the same argument tree, other shapes
+    (theirs,) = set(_entries(in_process_cache)) - {mine}
+    with open(theirs, "rb") as src, open(mine, "wb") as dst:
+        dst.write(src.read())  # checksum valid: it is another program's whole entry
+    before = programs.cache_info()
+    np.testing.assert_array_equal(programs.Program(_double)(x), 2 * x)  # a new Program: nothing loaded in memory
+    after = programs.cache_info()
+    assert after["loaded"] == before["loaded"] and after["compiled"] == before["compiled"] + 1
+    with open(mine, "rb") as f, open(theirs, "rb") as g:
+        assert f.read() != g.read()  # replaced by its own program
