@@ -14,7 +14,7 @@ import dataclasses
 
 import numpy as np
 
-__all__ = ["CuratorDiagnostics", "curator_diagnostics", "NOT_PRIVATE_NOTE"]
+__all__ = ["CuratorDiagnostics", "curator_diagnostics", "released_inputs", "NOT_PRIVATE_NOTE"]
 
 NOT_PRIVATE_NOTE = (
     "curator-only diagnostics computed from the raw data: NOT differentially private, do not publish them"
@@ -53,17 +53,54 @@ class CuratorDiagnostics:
             return np.where(self.sse_midpoint > 0, self.sse / self.sse_midpoint, np.where(self.sse > 0, np.inf, 1.0))
 
 
+def released_inputs(result, records) -> np.ndarray:
+    """The raw input row of every released record, shaped like ``result.records``. **Reads the raw data.**
+
+    Args:
+      result: a `Result` of `jaxdp.anonymize` (one key or R keys), `anonymize_streams`, or a baseline.
+      records: the raw input the result was computed from: the stream ``[N, d]``, or for `anonymize_streams`
+        every stream ``[S, N, d]`` (a release of S streams is compared stream by stream).
+
+    Returns:
+      float64 ``[N_out, d]``, ``[R, N_out, d]`` or ``[S, N_out, d]``.
+
+    Raises:
+      ValueError: `records` does not fit the result (found in review: the streams of `anonymize_streams` were
+        indexed along the stream axis, and one stream was compared with every stream's release).
+    """
+    x = np.asarray(records, np.float64)
+    released = np.asarray(result.records)
+    index = np.asarray(result.index)
+    if x.ndim not in (2, 3):
+        raise ValueError(f"records must be the input stream [N, d] (or, for anonymize_streams, every stream "
+                         f"[S, N, d]), got shape {x.shape}.")
+    if x.ndim == 3 and (released.ndim != 3 or x.shape[0] != released.shape[0]):
+        raise ValueError(f"records of shape {x.shape} hold {x.shape[0]} streams, but the result holds "
+                         f"{released.shape[0] if released.ndim == 3 else 1}: pass the input the result was made from.")
+    if x.shape[-1] != released.shape[-1]:
+        raise ValueError(f"records have d = {x.shape[-1]} attributes, the result has {released.shape[-1]}.")
+    if index.size and int(index.max()) >= x.shape[-2]:
+        raise ValueError(f"the result released input row {int(index.max())}, but records have {x.shape[-2]} rows: "
+                         "pass the input the result was made from.")
+    if x.ndim == 2:
+        return x[index]
+    if index.ndim == 1:
+        return x[:, index]
+    return np.take_along_axis(x, index[..., None], axis=1)
+
+
 def curator_diagnostics(result, records) -> CuratorDiagnostics:
     """Compare a `jaxdp.Result` with the raw input it was made from. **Not differentially private.**
 
     Args:
-      result: a `Result` of `jaxdp.anonymize`, `anonymize_streams` (one stream at a time), or a baseline.
-      records: the raw input stream ``[N, d]`` the result was computed from.
+      result: a `Result` of `jaxdp.anonymize`, `anonymize_streams` or a baseline.
+      records: the raw input the result was computed from, as in `released_inputs`: ``[N, d]``, or every
+        stream ``[S, N, d]`` for `anonymize_streams` (then the diagnostics have a leading stream axis).
 
     Returns:
       A `CuratorDiagnostics`.
     """
-    x = np.asarray(records, np.float64)[np.asarray(result.index)]
+    x = released_inputs(result, records)
     lo, hi = np.asarray(result.lo, np.float64), np.asarray(result.hi, np.float64)
     bad = ~np.isfinite(x) | (x < lo) | (x > hi)
     released = np.asarray(result.records, np.float64)

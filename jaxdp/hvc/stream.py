@@ -103,7 +103,9 @@ class Result:
 
         Curator-only diagnostic, NOT private: it reads the raw records (for benchmarks and tuning; never publish
         it with the release; `jaxdp.diagnostics` holds the others)."""
-        x = np.asarray(records, np.float64)[self.index]  # [N_out, d] or [R, N_out, d]
+        from jaxdp.diagnostics import released_inputs
+
+        x = released_inputs(self, records)  # [N_out, d], [R, N_out, d] or [S, N_out, d] (records [S, N, d])
         return np.sum((np.asarray(self.records, np.float64) - x) ** 2, axis=(-2, -1))
 
 

@@ -824,3 +824,31 @@ def test_many_streams_make_the_checks_one_stream_makes(key):
         jaxdp.anonymize_streams(keys, x, {"block_size": 2}, epsilon=1.0, bounds=ok)
     with pytest.raises(TypeError, match="shard"):
         jaxdp.anonymize_streams(keys, x, cfg, epsilon=1.0, bounds=ok, shard="no")
+
+
+def test_diagnostics_of_anonymize_streams_compare_each_stream_with_its_own_input(key):
+    """Found in review: `curator_diagnostics` and `Result.sse` indexed the streams [S, N, d] of `anonymize_streams`
+    along the stream axis (an IndexError, or the wrong rows), and one stream was compared with every stream's
+    release. Every stream [S, N, d] is now compared with its own release, as `anonymize` on that stream is."""
+    from jaxdp.diagnostics import released_inputs
+
+    cfg = jaxdp.HVCConfig(4, 2)
+    keys = jax.random.split(key, 2)
+    rng = np.random.default_rng(0)
+    streams = rng.uniform(-1.0, 11.0, size=(2, 24, 3))
+    bounds = (np.zeros(3), np.full(3, 10.0))
+    res = jaxdp.anonymize_streams(keys, streams, cfg, epsilon=5.0, bounds=bounds)
+    diag = curator_diagnostics(res, streams)
+    assert diag.sse.shape == (2, 3) and res.sse(streams).shape == (2,)
+    for s in range(2):
+        x = streams[s][res.index]
+        np.testing.assert_allclose(diag.sse[s], ((np.asarray(res.records[s], np.float64) - x) ** 2).sum(0))
+        assert int(diag.clipped_total[s]) == int(((x < 0) | (x > 10)).sum())
+    np.testing.assert_allclose(res.sse(streams), diag.sse_total)
+    np.testing.assert_array_equal(released_inputs(res, streams)[1], streams[1][res.index])
+    with pytest.raises(ValueError, match="3 streams"):
+        curator_diagnostics(res, np.concatenate([streams, streams[:1]]))
+    with pytest.raises(ValueError, match="rows"):
+        curator_diagnostics(res, streams[0][:5])
+    with pytest.raises(ValueError, match="attributes"):
+        res.sse(streams[..., :2])
