@@ -317,6 +317,33 @@ def noise_fits(scale: float, dtype, what: str) -> None:
 
 
 MAX_BLOCK_SIZE = 1024  # HVC's records per block n: the codec builds n × n tables per transform
+MAX_MATRIX_SIZE = 16384  # a dense n × n float64 transform matrix: 2 GiB at this n
+MAX_GENERATED = 1 << 27  # entries of a seeded synthetic data set (1 GiB of float64)
+
+
+def matrix_size(name: str, value: Any) -> int:
+    """The size of a dense transform matrix: an int in [1, MAX_MATRIX_SIZE] (found in review: n = 10⁵ asked NumPy
+    for 75 GiB)."""
+    return size(name, value, hi=MAX_MATRIX_SIZE, why="a dense n × n float64 matrix needs 8·n² bytes (2 GiB at "
+                "the limit); the fast transforms (`jaxdp.transforms.forward`/`inverse`, `rdft`) take any size.")
+
+
+def seed(name: str, value: Any) -> int:
+    """A seed of a synthetic data generator: a Python int >= 0 (found in review: a string, a float or −1 ended in
+    NumPy's own errors, True was taken as 1)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise TypeError(f"{name} must be an int >= 0 (the generator's seed), got {value!r}.")
+    return int(value)
+
+
+def generated(shape: dict) -> tuple[int, ...]:
+    """The sizes of a seeded synthetic data set, each an int >= 1, with at most MAX_GENERATED entries in all."""
+    sizes = tuple(size(k, v) for k, v in shape.items())
+    if math.prod(sizes) > MAX_GENERATED:
+        names = " × ".join(shape)
+        raise ValueError(f"{names} = {math.prod(sizes):,} entries exceeds {MAX_GENERATED:,} (1 GiB of float64); "
+                         "generate the data in parts.")
+    return sizes
 
 
 def block_size(name: str, value: Any) -> int:

@@ -127,3 +127,28 @@ def test_the_check_catches_each_breach_of_the_convention():
     assert _convention_breaches("m", positional_eps) == ["m: epsilon is not keyword-only"]
     assert _convention_breaches("m", default_key) == ["m: a default key"]
     assert _convention_breaches("m", good) == []
+
+
+GENERATORS = {
+    "wevent.synthetic_counts": (lambda seed, size: wevent.synthetic_counts(seed, timestamps=size, columns=3)),
+    "histogram.synthetic_histogram": (lambda seed, size: histogram.synthetic_histogram(seed, n=size)),
+    "compressive.synthetic_compressible": (lambda seed, size: compressive.synthetic_compressible(seed, n=size)),
+    "bucketize.synthetic_table": (lambda seed, size: bucketize.synthetic_table(seed, n=size)),
+}
+
+
+@pytest.mark.parametrize("name", GENERATORS)
+def test_seeded_generators_check_seed_and_size(name):
+    """Found in review: a string, float or negative seed and a negative or huge size ended in NumPy's own errors
+    (or a MemoryError), and True was taken as seed 1."""
+    make = GENERATORS[name]
+    first = make(3, 64)
+    assert first.shape[0] == 64 if not isinstance(first, tuple) else first[1].shape == (64,)
+    for seed in ("3", 3.0, -1, True, None):
+        with pytest.raises(TypeError, match="seed"):
+            make(seed, 64)
+    for size in (0, -5):
+        with pytest.raises(ValueError, match=">= 1"):
+            make(3, size)
+    with pytest.raises(ValueError, match="exceeds"):
+        make(3, 1 << 40)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxdp import _validate
+
 __all__ = ['synthetic_table', 'eia_table', 'load_table']
 
 
@@ -13,7 +15,13 @@ def synthetic_table(seed: int, *, n: int = 10_000, m: int = 50, qi_attributes: i
     """A seeded categorical table with skewed SA frequencies like the paper's OCC (m = 50) / EDU (m = 14):
     a Zipf-like profile rescaled so the rarest value has frequency ≈ `min_freq`; QI attributes weakly
     correlated with SA. Returns ``(qi [n, d] int, sa [n] int)``."""
-    rng = np.random.default_rng(seed)
+    n, qi_attributes = _validate.generated({"n": n, "qi_attributes": qi_attributes})
+    m, qi_domain = _validate.size("m", m), _validate.size("qi_domain", qi_domain)
+    if m < 2:
+        raise ValueError("m must be at least 2 SA values (the profile is rescaled between the rarest and the rest).")
+    if not 0 < min_freq * m < 1:
+        raise ValueError(f"min_freq must lie in (0, 1/m) = (0, {1 / m:.4g}), got {min_freq!r}.")
+    rng = np.random.default_rng(_validate.seed("seed", seed))
     w = 1.0 / np.arange(1, m + 1) ** 1.1
     w = w / w.sum()
     w = min_freq + (1 - m * min_freq) * (w - w.min()) / (w - w.min()).sum()

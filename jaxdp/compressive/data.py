@@ -18,7 +18,8 @@ def synthetic_compressible(seed: int, *, n: int = 4096, basis="haar", p: float =
     p ∈ (0, 1)), random signs and positions, plus a constant `offset`. float64 ``[n]``."""
     if not 0 < p < 1:
         raise ValueError(f"p must lie in (0, 1) for a compressible vector, got {p}.")
-    rng = np.random.default_rng(seed)
+    (n,) = _validate.generated({"n": n})
+    rng = np.random.default_rng(_validate.seed("seed", seed))
     mags = scale * np.arange(1, n + 1, dtype=np.float64) ** (-1.0 / p)
     x = np.zeros(n)
     x[rng.permutation(n)] = mags * rng.choice([-1.0, 1.0], n)

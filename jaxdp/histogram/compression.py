@@ -58,7 +58,7 @@ def dft_sensitivity(n: int, *, norm: int = 1, accounting: str = "exact") -> np.n
     frequency ((1 + 2·pairs + √2·[a lone cosine] + [Nyquist])/√n, within 1.6× of exact). About 0.9·z/√n
     in L1: e.g. 0.134 instead of 3 for z = 9, n = 4096.
     """
-    n = _validate.size("n", n)
+    n = _validate.size("n", n, hi=_validate.MAX_GENERATED, why="the table holds n + 1 float64 sensitivities.")
     if norm not in (1, 2):
         raise ValueError(f"norm must be 1 or 2, got {norm!r}.")
     accounting = _validate.option("accounting", accounting, ACCOUNTINGS)

@@ -68,8 +68,10 @@ def synthetic_histogram(seed: int, *, n: int = 4096, kind: str = "smooth", total
     piecewise-constant profile with ~12 levels: few clusters).
     """
     kind = _validate.option("kind", kind, ("smooth", "sparse", "step"))
-    n = _validate.size("n", n)
-    rng = np.random.default_rng(seed)
+    (n,) = _validate.generated({"n": n})
+    if isinstance(total, bool) or not isinstance(total, (int, np.integer)) or total < 0:
+        raise TypeError(f"total must be an int >= 0 (the records counted), got {total!r}.")
+    rng = np.random.default_rng(_validate.seed("seed", seed))
     x = np.arange(n) / n
     if kind == "smooth":
         w = np.zeros(n)

@@ -49,6 +49,13 @@ def _width(bounds) -> tuple[float, ...]:
     return tuple((hi - lo).tolist())
 
 
+def _matrix_width(bounds) -> tuple[float, ...]:
+    """`_width` for the tables that hold the d × d transform matrix: d within `_validate.MAX_MATRIX_SIZE`."""
+    width = _width(bounds)
+    _validate.matrix_size("d (the attributes in bounds)", len(width))
+    return width
+
+
 def coefficient_table(kind: str, n: int, bounds) -> Float[np.ndarray, "n d"]:
     """Lemma 1: L1 sensitivity of every transform coefficient of an ``n x d`` error block.
 
@@ -64,7 +71,7 @@ def coefficient_table(kind: str, n: int, bounds) -> Float[np.ndarray, "n d"]:
     Returns:
       Read-only float64 array of shape ``[n, d]``.
     """
-    return _coefficient_table(_validate.kind(kind), _validate.size("n", n), _width(bounds))
+    return _coefficient_table(_validate.kind(kind), _validate.block_size("n", n), _matrix_width(bounds))
 
 
 def frobenius(kind: str, n: int, bounds) -> float:
@@ -122,6 +129,8 @@ def score_sensitivity(
       A Python float for θ = ½, an array of shape ``[...]`` for θ = 1.
     """
     kinds = _validate.kinds(kinds)
+    if isinstance(theta, bool) or theta not in (0.5, 1.0):  # checked first (found in review: after the tables)
+        raise ValueError(f"theta must be 0.5 or 1.0 (Lemma 3 bounds exist only for these), got {theta!r}.")
     lo, hi = _validate.bounds(bounds)
     gs_f = max(frobenius(k, n, bounds) for k in kinds)
     if theta == 0.5:
@@ -194,7 +203,7 @@ def joint_privacy_loss(kind: str, n: int, bounds, scales, *, order: str = "zigza
       ValueError: d > JOINT_MAX_D (enumeration too large), bad scales or sizes.
     """
     kind = _validate.kind(kind)
-    n = _validate.size("n", n)
+    n = _validate.block_size("n", n)
     lo, hi = _validate.bounds(bounds)
     d = lo.shape[0]
     if d > JOINT_MAX_D:
@@ -241,6 +250,6 @@ def joint_factor(kind: str, n: int, bounds, *, order: str = "zigzag") -> Float[n
       Read-only float64 array of shape ``[n*d + 1]``.
     """
     kind = _validate.kind(kind)
-    n = _validate.size("n", n)
+    n = _validate.block_size("n", n)
     order = _validate.option("order", order, orders.ORDERS)
-    return _joint_factor(kind, n, _width(bounds), order)
+    return _joint_factor(kind, n, _matrix_width(bounds), order)

@@ -55,16 +55,16 @@ def matrix(kind: str, n: int) -> Float[np.ndarray, "n n"]:
 
     Args:
       kind: one of ``"dct"`` (DCT-II), ``"dst"`` (DST-I), ``"dht"`` (Hartley), ``"identity"``.
-      n: size, any ``n >= 1``.
+      n: size, ``1 <= n <= 16384`` (`_validate.MAX_MATRIX_SIZE`: the matrix takes 8·n² bytes).
 
     Returns:
       A read-only float64 NumPy array of shape ``[n, n]`` (a public constant; convert with
       ``jnp.asarray(..., dtype)`` for device use).
 
     Raises:
-      ValueError / TypeError: unknown kind or ``n < 1``.
+      ValueError / TypeError: unknown kind, ``n < 1`` or n above the limit.
     """
-    return _matrix64(_validate.kind(kind), _validate.size("n", n))
+    return _matrix64(_validate.kind(kind), _validate.matrix_size("n", n))
 
 
 def _apply(a_left: jax.Array, x: jax.Array, a_right: jax.Array) -> jax.Array:
@@ -178,8 +178,8 @@ def _haar64(n: int) -> np.ndarray:
 
 def haar_matrix(n: int) -> Float[np.ndarray, "n n"]:
     """The orthonormal Haar matrix of size ``n`` (a power of two), rows = basis vectors ordered from
-    the coarsest (the constant ``1/√n``) to the finest scale. Read-only float64."""
-    n = _validate.size("n", n)
+    the coarsest (the constant ``1/√n``) to the finest scale. Read-only float64; n ≤ 16384 (8·n² bytes)."""
+    n = _validate.matrix_size("n", n)
     if n & (n - 1):
         raise ValueError(f"the Haar basis needs n to be a power of two, got n = {n}; pad the vector.")
     return _haar64(n)

@@ -50,14 +50,25 @@ def _diagonal(n: int, d: int) -> np.ndarray:
     return _antidiagonal_scan(n, d, alternate=False)
 
 
+MAX_ENTRIES = _validate.MAX_BLOCK_SIZE * _validate.MAX_MATRIX_SIZE  # n·d of an order (built in a Python loop)
+
+
+def _sizes(n, d) -> tuple[int, int]:
+    n, d = _validate.size("n", n), _validate.size("d", d)
+    if n * d > MAX_ENTRIES:  # found in review: n = d = 10⁵ ran a Python loop over 10¹⁰ cells
+        raise ValueError(f"an order of an n × d = {n:,} × {d:,} matrix has more than {MAX_ENTRIES:,} entries "
+                         "(the codec's blocks have n ≤ 1024 rows).")
+    return n, d
+
+
 def zigzag(n: int, d: int) -> Int[np.ndarray, " nd"]:
     """Zig-zag scan of an ``n x d`` matrix (paper Fig. 3a) as flat row-major indices, shape ``[n*d]``."""
-    return _zigzag(_validate.size("n", n), _validate.size("d", d))
+    return _zigzag(*_sizes(n, d))
 
 
 def diagonal(n: int, d: int) -> Int[np.ndarray, " nd"]:
     """Up-right diagonal scan of an ``n x d`` matrix (paper Fig. 3b) as flat indices, shape ``[n*d]``."""
-    return _diagonal(_validate.size("n", n), _validate.size("d", d))
+    return _diagonal(*_sizes(n, d))
 
 
 def get(name: str, n: int, d: int) -> Int[np.ndarray, " nd"]:

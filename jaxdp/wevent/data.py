@@ -17,7 +17,10 @@ def synthetic_counts(seed: int, *, timestamps: int = 1000, columns: int = 100, k
     occasional bursts; ``"daily"``: a periodic daily pattern (period 24) times a per-column popularity;
     ``"sparse"``: rare events (Poisson rate 0.05 per column and timestamp: most counts are 0).
     """
-    rng = np.random.default_rng(seed)
+    # found in review: a negative or huge size, a float or a string seed ended in NumPy's own errors
+    kind = _validate.option("kind", kind, ("bursty", "daily", "sparse"))
+    timestamps, columns = _validate.generated({"timestamps": timestamps, "columns": columns})
+    rng = np.random.default_rng(_validate.seed("seed", seed))
     base = rng.pareto(1.5, size=columns) * 20 + 1
     if kind == "daily":
         phase = 2 * np.pi * np.arange(timestamps)[:, None] / 24.0

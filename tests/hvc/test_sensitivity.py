@@ -192,3 +192,18 @@ def test_score_sensitivity_errors():
         sensitivity.score_sensitivity(1.0, 4, np.ones(3))
     out = sensitivity.score_sensitivity(1.0, 4, np.ones(3), x_hat=jnp.zeros((2, 4, 3)))
     assert out.shape == (2,)
+
+
+def test_sensitivity_tables_refuse_sizes_the_codec_cannot_take():
+    # found in review: coefficient_table/score_sensitivity/joint_* with n = 10⁵ built n × n float64 matrices
+    # (75 GiB); n is a block size (≤ 1024, as HVCConfig checks) and d indexes a d × d matrix
+    for call in (lambda: sensitivity.coefficient_table("dct", 10**5, np.ones(3)),
+                 lambda: sensitivity.score_sensitivity(0.5, 10**5, np.ones(3)),
+                 lambda: sensitivity.joint_factor("dct", 10**5, np.ones(3)),
+                 lambda: sensitivity.joint_privacy_loss("dct", 10**5, np.ones(3), [1.0])):
+        with pytest.raises(ValueError, match="at most 1,024"):
+            call()
+    with pytest.raises(ValueError, match="d \\(the attributes in bounds\\) must be at most 16,384"):
+        sensitivity.coefficient_table("dct", 4, np.ones(20_000))
+    with pytest.raises(ValueError, match="theta"):  # before any table is built
+        sensitivity.score_sensitivity(2.0, 10**5, np.ones(3))

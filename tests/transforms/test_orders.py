@@ -47,3 +47,12 @@ def test_orders_are_permutations_by_antidiagonal(n, d, name):
 def test_bad_order_name():
     with pytest.raises(ValueError, match="order"):
         orders.get("hilbert", 4, 4)
+
+
+def test_orders_refuse_sizes_beyond_the_limit():
+    # found in review: zigzag(10**5, 10**5) ran a Python loop over 10¹⁰ cells
+    with pytest.raises(ValueError, match="more than"):
+        orders.zigzag(10**5, 10**5)
+    with pytest.raises(ValueError, match="more than"):
+        orders.get("diagonal", 2048, 16384)
+    assert orders.zigzag(1024, 4).shape == (4096,)

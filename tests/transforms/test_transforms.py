@@ -91,3 +91,11 @@ def test_rdft_promotes_integers_to_the_default_float():
     c = transforms.rdft(np.arange(5))
     assert c.dtype == np.float32
     np.testing.assert_allclose(np.asarray(transforms.irdft(c)), np.arange(5), atol=1e-5)
+
+
+@pytest.mark.parametrize("make", [lambda n: transforms.matrix("dct", n), transforms.haar_matrix])
+def test_dense_matrices_refuse_sizes_beyond_the_limit_before_allocating(make):
+    # found in review: matrix("dct", 10**5) asked NumPy for 75 GiB (a MemoryError or the machine swapping)
+    with pytest.raises(ValueError, match="at most 16,384.*8·n² bytes"):
+        make(1 << 20)
+    assert make(16).shape == (16, 16)
