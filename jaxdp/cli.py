@@ -47,7 +47,9 @@ _KINDS = ("dct", "dst", "dht", "identity")
 def _demo_bounds(text: str | None, data: np.ndarray) -> tuple[np.ndarray, str]:
     from jaxdp import datasets
 
-    if text is None:
+    if text is None:  # it used to default to the paper's 1.5 x max rule (NOT private)
+        return datasets.census_bounds()[1], "jaxdp's public domain for the bundled Census (jaxdp.datasets.census_bounds)"
+    if text == "data":
         return (
             datasets.bounds_from_data(data, 1.5),
             "1.5 x data max (paper Sec. 5.4) -- NOT private: these bounds read the data. "
@@ -332,8 +334,11 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
                         encoding=args.encoding, chunk_rows=args.chunk)  # fmt: skip
     columns = reader.columns
     source = "bundled Census" if bundled else path
-    if bundled and args.bounds is None:
-        args.bounds = "data"
+    from jaxdp import datasets  # (no JAX: argument and file errors stay fast)
+
+    bundled_domain = bundled and args.bounds is None  # jaxdp's public domain for its own data (private)
+    if bundled_domain:  # it used to default to the paper's 1.5 x max rule (NOT private)
+        args.bounds = ",".join(f"{lo:g}:{hi:g}" for lo, hi in zip(*datasets.census_bounds()))
     if args.bounds is None:
         raise InputError("--bounds is required: give the public domain as widths 'w1,...,wd' (domain [0, w]) or "
                          "'lo:hi,...' pairs, or 'data' for the paper's 1.5 x max rule (NOT private).")  # fmt: skip
@@ -375,6 +380,9 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
         target = target or rows
     if args.bounds != "data":
         how, bounds_public = "public bounds given with --bounds", True
+        if bundled_domain:
+            how = ("jaxdp's public domain for the bundled Census (jaxdp.datasets.census_bounds: [0, 1e6] for AFNLWGT, "
+                   "[0, 250000] for the money amounts); --bounds data gives the paper's rule (NOT private)")
     _check_range(bounds, args.noise)
     return _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, target, delay, split, seed,
                       rows, t_start)  # fmt: skip
@@ -740,7 +748,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--n", type=int, default=8, help="records per block (default 8)")
     p.add_argument("--epsilon", type=float, default=1.0, help="budget per record (default 1.0)")
     p.add_argument("--theta", type=float, default=1.0, choices=[0.5, 1.0], help="score exponent (default 1)")
-    p.add_argument("--bounds", default=None, help="comma-separated public attribute widths (domain [0, w])")
+    p.add_argument("--bounds", default=None, help="comma-separated public attribute widths (domain [0, w]; default: "
+                   "jaxdp's public domain for Census), or 'data' for the paper's 1.5 x max rule (NOT private)")
     p.add_argument("--seed", type=int, default=None, help="reproducible seed (default: a fresh key from the OS)")
     a = sub.add_parser(
         "anonymize", help="publish a record stream with the HVC anonymizer (main job)",

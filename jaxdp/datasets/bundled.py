@@ -12,7 +12,7 @@ from importlib import resources
 
 import numpy as np
 
-__all__ = ["load_census", "CENSUS_COLUMNS", "load_eia", "EIA_COLUMNS", "bounds_from_data"]
+__all__ = ["load_census", "CENSUS_COLUMNS", "census_bounds", "load_eia", "EIA_COLUMNS", "bounds_from_data"]
 
 CENSUS_COLUMNS = (
     "AFNLWGT", "AGI", "EMCONTRB", "FEDTAX", "PTOTVAL", "STATETAX", "TAXINC",
@@ -34,6 +34,18 @@ def _census() -> np.ndarray:
 def load_census() -> np.ndarray:
     """The bundled Census records: read-only int64 array of shape ``[1080, 13]`` (columns `CENSUS_COLUMNS`)."""
     return _census()
+
+
+def census_bounds() -> tuple[np.ndarray, np.ndarray]:
+    """The public domain jaxdp fixes for the bundled Census: ``(lo, hi)`` float64 ``[13]`` — ``[0, 10⁶]`` for the
+    survey weight AFNLWGT and ``[0, 250,000]`` for each of the twelve money amounts (US dollars a year).
+
+    Round values set once (they are the README's example domain) and never recomputed from the records, unlike
+    `bounds_from_data`; the CLI's run on the bundled data uses them, so the main job's release is private. For
+    your own data, take the domain from public knowledge (a codebook, a legal limit), never from the records.
+    Values outside it are clamped before coding (the released records stay in the domain).
+    """
+    return np.zeros(len(CENSUS_COLUMNS)), np.asarray([1e6] + [2.5e5] * (len(CENSUS_COLUMNS) - 1))
 
 
 EIA_COLUMNS = (

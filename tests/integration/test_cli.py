@@ -28,9 +28,11 @@ from jaxdp.datasets import io
 def test_demo_runs_on_bundled_data_and_reports_all_methods(capsys):
     assert cli.main(["demo", "--n", "16", "--epsilon", "2.0", "--seed", "3"]) == 0
     out = capsys.readouterr().out
-    for name in ("Algorithm 1 (paper)", "Algorithm 1 (joint)", "PLN", "midpoint", "NOT private"):
+    for name in ("Algorithm 1 (paper)", "Algorithm 1 (joint)", "PLN", "midpoint", "public domain for the bundled Census"):
         assert name in out
-    assert "1080 records" in out
+    assert "1080 records" in out and "NOT private" not in out.split("budget:")[0]  # the default domain is public
+    assert cli.main(["demo", "--n", "16", "--epsilon", "2.0", "--seed", "3", "--bounds", "data"]) == 0
+    assert "1.5 x data max (paper Sec. 5.4) -- NOT private" in capsys.readouterr().out  # the paper's rule, asked for
 
 
 def test_demo_with_public_bounds_and_bad_arguments(capsys):
@@ -50,6 +52,9 @@ def test_census_is_bundled_and_bounds_rule_is_explicit():
     data = datasets.load_census()
     assert data.shape == (1080, 13) and data.dtype == np.int64
     np.testing.assert_allclose(datasets.bounds_from_data(data), 1.5 * data.max(axis=0))
+    lo, hi = datasets.census_bounds()  # the public domain the bundled runs use: fixed values, the data inside it
+    np.testing.assert_array_equal(hi, [1e6] + [2.5e5] * 12)
+    assert np.all(lo == 0) and np.all(data <= hi) and np.all(data >= lo)
     with pytest.raises(ValueError):
         datasets.bounds_from_data(-np.ones((2, 2)))
 
@@ -61,11 +66,20 @@ def test_anonymize_bundled_census_writes_output_and_report(tmp_path, capsys):
     code = cli.main(["anonymize", "-o", str(out), "--report", str(rep), "--epsilon", "3", "--delay", "432", "--quiet"])
     assert code == 0
     captured = capsys.readouterr()
-    assert "NOT differentially private" in captured.err and "records in 1080, out 1080" in captured.out
+    # the main job is private by default: jaxdp's public domain for its bundled data (it used to be the paper's
+    # 1.5 x max rule, which reads the data)
+    assert "NOT differentially private" not in captured.err and "records in 1080, out 1080" in captured.out
+    assert "private: yes" in captured.out and "census_bounds" in captured.out
     lines = out.read_text().strip().splitlines()
     assert lines[0].split(",") == list(datasets.CENSUS_COLUMNS) and len(lines) == 1081
     report = json.loads(rep.read_text())
-    assert report["records_out"] == 1080 and report["private"] is False
+    assert report["records_out"] == 1080 and report["private"] is True and report["not_private_because"] == []
+    released = np.loadtxt(out, delimiter=",", skiprows=1)
+    lo, hi = datasets.census_bounds()
+    assert np.all((released >= lo) & (released <= hi))
+    assert cli.main(["anonymize", "-o", str(out), "--report", str(rep), "--quiet", "--bounds", "data"]) == 0
+    assert "NOT differentially private" in capsys.readouterr().err  # the paper's rule: only when asked for
+    assert json.loads(rep.read_text())["private"] is False
     assert report["epsilon_spent"] <= 3.0 + 1e-12
     assert report["epsilon_spent_per_subject_max"] == report["epsilon_spent"]
     assert "sse" not in report and "curator_diagnostics_NOT_PRIVATE" not in report
