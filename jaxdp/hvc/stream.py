@@ -22,8 +22,11 @@ for the same key and input.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import functools
+import unicodedata
 from collections import OrderedDict
+from fractions import Fraction
 
 import jax
 import jax.numpy as jnp
@@ -258,7 +261,11 @@ def _check_ids(ids, n: int):
         ids = ids.to_pylist()
     elif hasattr(ids, "to_numpy") and not hasattr(ids, "shape"):
         ids = ids.to_numpy()
-    ids = list(np.asarray(ids).tolist()) if hasattr(ids, "shape") else list(ids)
+    if hasattr(ids, "shape"):  # datetime64/timedelta64 keep their type (tolist() turns [ns] values into plain ints)
+        arr = np.asarray(ids)
+        ids = list(arr) if arr.dtype.kind in "mM" else arr.tolist()
+    else:
+        ids = list(ids)
     if len(ids) != n:
         raise ValueError(f"ids must give one subject per record: {len(ids)} ids for {n} records.")
     # a missing id (None, NaN) names no subject: each NaN would count as a new subject and escape the
@@ -268,7 +275,50 @@ def _check_ids(ids, n: int):
         raise ValueError(f"ids[{missing}] is missing (None, NaN, NA or NaT): every record needs its subject's id (drop "
                          "those records, or give them ids), or pass no ids (then records_per_subject is your "
                          "declaration).")  # fmt: skip
-    return ids
+    return [_subject_key(v) for v in ids]
+
+
+_NS_PER_UNIT = {"W": 604_800 * 10**9, "D": 86_400 * 10**9, "h": 3_600 * 10**9, "m": 60 * 10**9, "s": 10**9,
+                "ms": 10**6, "us": 10**3, "ns": 1}  # fmt: skip
+
+
+def _ticks(t) -> Fraction:
+    """A NumPy datetime64/timedelta64 as an exact count of nanoseconds (any unit; calendar units via days)."""
+    unit, count = np.datetime_data(t.dtype)
+    if unit in ("Y", "M"):  # calendar units: their days are exact
+        t, unit, count = t.astype(t.dtype.str[:-3] + "[D]"), "D", 1
+    step = {"ps": Fraction(1, 10**3), "fs": Fraction(1, 10**6), "as": Fraction(1, 10**9)}.get(unit)
+    return int(t.astype(np.int64)) * count * (Fraction(_NS_PER_UNIT[unit]) if step is None else step)
+
+
+def _subject_key(v):
+    """The key that groups a subject's records: one key for equal ids in any of their forms. Found in review: the
+    planner grouped ids with a dict, and equal ids that hash differently were two subjects, each released up to k
+    times (a subject paid 2ε with ``records_per_subject=1``, release reported private) — the same dates pushed as a
+    datetime64 array (``tolist()`` gives dates or ints) and as a list of its elements (NumPy scalars), a
+    ``datetime.date`` beside a ``datetime64``, and one string in two Unicode forms (NFC/NFD). Now NumPy scalars
+    become Python values, naive dates and times (``datetime``, ``date``, ``datetime64``, pandas' ``Timestamp``) and
+    durations become exact nanosecond counts, and strings their NFC form. Keys stay inside the library (the CLI
+    writes the ids as it read them). Merging two forms is safe: fewer records per key, never more."""
+    if isinstance(v, str):
+        return unicodedata.normalize("NFC", v)
+    if isinstance(v, tuple):
+        return tuple(_subject_key(e) for e in v)
+    if isinstance(v, frozenset):
+        return frozenset(_subject_key(e) for e in v)
+    if hasattr(v, "to_datetime64") and getattr(v, "tzinfo", None) is None:  # pandas' Timestamp (keeps its ns)
+        v = v.to_datetime64()
+    elif hasattr(v, "to_timedelta64"):  # pandas' Timedelta
+        v = v.to_timedelta64()
+    if isinstance(v, datetime.date) and getattr(v, "tzinfo", None) is None:  # naive datetime and date
+        v = np.datetime64(v)
+    elif isinstance(v, datetime.timedelta):
+        v = np.timedelta64(v)
+    if isinstance(v, np.datetime64):
+        return ("datetime", _ticks(v))
+    if isinstance(v, np.timedelta64):
+        return ("timedelta", _ticks(v))
+    return v.item() if isinstance(v, np.generic) else v
 
 
 def _missing_id(v) -> bool:
@@ -974,7 +1024,12 @@ class StreamAnonymizer:
         return self._compact(self._process(emitted))
 
     def _compact(self, out):
-        """Own copies of the (< m) raw rows still held, so no pushed chunk stays referenced by views."""
+        """Forget the raw rows that left the buffer, and keep own copies of the (< m) still held, so no pushed chunk
+        stays referenced by views. Found in review: rows capped (their subject had k records) or superseded while no
+        frame was emitted were never forgotten — 5,000 capped rows stayed in memory, against the O(δ·d) promise."""
+        buffered = set(self.planner.buffer.values())
+        for r in [r for r in self.pending if r not in buffered]:
+            del self.pending[r]
         for r, rec in self.pending.items():
             if rec.base is not None:
                 self.pending[r] = rec.copy()

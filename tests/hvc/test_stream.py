@@ -852,3 +852,48 @@ def test_diagnostics_of_anonymize_streams_compare_each_stream_with_its_own_input
         curator_diagnostics(res, streams[0][:5])
     with pytest.raises(ValueError, match="attributes"):
         res.sse(streams[..., :2])
+
+
+def test_equal_ids_in_any_form_are_one_subject(key):
+    """Found in review: subjects were grouped by a dict, so equal ids that hash differently were two subjects, each
+    released up to k times (2ε with ``records_per_subject=1``, reported private): the same dates as a datetime64
+    array and as a list of its elements, a ``datetime.date`` beside a ``datetime64``, one string in NFC and NFD."""
+    import datetime
+    import unicodedata
+
+    days = np.array(["2020-01-01", "2020-01-02", "2020-03-01"], "datetime64[D]")
+    forms = [days, list(days), [d.item() for d in days], days.astype("datetime64[ns]"),
+             list(days.astype("datetime64[ns]")), [datetime.datetime(2020, 1, 1), datetime.datetime(2020, 1, 2),
+                                                  datetime.datetime(2020, 3, 1)],
+             list(days.astype("datetime64[M]").astype("datetime64[D]") + np.array([0, 1, 0]))]  # fmt: skip
+    ids = [v for form in forms for v in list(form)]
+    cfg = jaxdp.HVCConfig(2, 1, records_per_subject=1)
+    res = jaxdp.midpoint(np.zeros((len(ids), 1)), cfg, ids=ids, bounds=np.ones(1))  # the planner, no device work
+    assert len(res.index) == 3 and res.capped == len(ids) - 3
+    names = [unicodedata.normalize("NFC", "José"), unicodedata.normalize("NFD", "José"), "Jose"]
+    res = jaxdp.midpoint(np.zeros((3, 1)), cfg, ids=names, bounds=np.ones(1))
+    assert len(res.index) == 2 and res.capped + res.superseded == 1  # the NFD form updates the NFC one
+    for unit in ("D", "ns"):  # one stream, the ids pushed as an array, then as a list of NumPy scalars
+        stamps = days.astype(f"datetime64[{unit}]")
+        sa = jaxdp.StreamAnonymizer(key, cfg, epsilon=1.0, bounds=np.ones(1))
+        outs = [sa.push(np.zeros((3, 1)), ids=stamps), sa.push(np.zeros((3, 1)), ids=list(stamps)), sa.flush()]
+        assert sum(len(o.index) for o in outs) == 3 and sa.capped == 3
+    res = jaxdp.midpoint(np.zeros((2, 1)), cfg, ids=[np.datetime64("2020-01-01", "ns"),
+                                                      int(np.datetime64("2020-01-01", "ns").astype(np.int64))],
+                         bounds=np.ones(1))  # fmt: skip
+    assert len(res.index) == 2  # a date is not the integer that counts its nanoseconds
+
+
+def test_stream_forgets_raw_rows_that_will_never_be_released(key):
+    """Found in review: rows capped (their subject had k records) or superseded while no frame was emitted stayed in
+    memory for good (5,000 capped rows held, against the O(δ·d) promise)."""
+    cfg = jaxdp.HVCConfig(2, 2, records_per_subject=1)
+    sa = jaxdp.StreamAnonymizer(key, cfg, epsilon=1.0, bounds=np.ones(1))
+    sa.push(np.full((4, 1), 0.5), ids=[0, 1, 2, 3])  # one frame of four subjects: released
+    for _ in range(3):
+        sa.push(np.full((500, 1), 0.5), ids=[0] * 500)  # subject 0 again: capped, nothing buffered
+    assert sa.capped == 1500 and len(sa.pending) == 0
+    sa.push(np.full((500, 1), 0.25), ids=["new"] * 500)  # a new subject updating itself alone in the buffer
+    assert sa.superseded == 499 and len(sa.pending) == 1 == len(sa.planner.buffer)
+    out = sa.flush()
+    assert out.index.tolist() == [2003] and float(out.records[0, 0]) >= 0.0
