@@ -41,9 +41,11 @@ from __future__ import annotations
 
 from jaxdp.compressive.counters import (
     TreeCounter,
+    ValuesClampedWarning,
     cmco,
     continual_identity,
     tree_counter,
+    value_cap,
 )
 from jaxdp.compressive.data import (
     BUNDLED,
@@ -64,4 +66,4 @@ from jaxdp.compressive.mechanism import (
 )
 from jaxdp.compressive.recovery import basis_matrix, kth_largest, min_c5, psi_ops, recover
 
-__all__ = ['BUNDLED', 'CompressiveConfig', 'measure', 'CompressiveResult', 'TreeCounter', 'basis_matrix', 'bundled_vector', 'cmco', 'compressive', 'continual_identity', 'kth_largest', 'laplace_identity', 'load_vector', 'max_sparsity', 'measurements', 'min_c5', 'projection', 'recover', 'sparsity_scores', 'synthetic_compressible', 'tree_counter']
+__all__ = ['BUNDLED', 'CompressiveConfig', 'measure', 'CompressiveResult', 'TreeCounter', 'ValuesClampedWarning', 'basis_matrix', 'bundled_vector', 'cmco', 'compressive', 'continual_identity', 'kth_largest', 'laplace_identity', 'load_vector', 'max_sparsity', 'measurements', 'min_c5', 'projection', 'recover', 'sparsity_scores', 'synthetic_compressible', 'tree_counter', 'value_cap']

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -19,7 +20,7 @@ from jaxdp.compressive.mechanism import (
 )
 from jaxdp.compressive.recovery import _recover, psi_ops
 
-__all__ = ['tree_counter', 'TreeCounter', 'continual_identity', 'cmco']
+__all__ = ['tree_counter', 'TreeCounter', 'continual_identity', 'cmco', 'value_cap', 'ValuesClampedWarning']
 
 
 # --------------------------------------------------------------------------------------- continual counting
@@ -86,20 +87,43 @@ def _check_tree_noise(epsilon, sensitivity, horizon, out):
     _validate.noise_fits(levels * levels * float(sensitivity) / float(epsilon), out, "the tree counter")
 
 
+class ValuesClampedWarning(UserWarning):
+    """A tree counter's inputs beyond its public cap (`value_cap`) were clamped to it. The number in the message is
+    read from the raw inputs: a curator-only diagnostic, not part of the release."""
+
+
+def value_cap(horizon: int) -> float:
+    """The public cap B = 2⁵³/horizon on each input value of a tree counter: the registers sum at most `horizon`
+    inputs, so they stay within 2⁵³, where float64 holds every integer (beyond it neighbours round apart by more
+    than the sensitivity). Inputs are clamped to [−B, B]: 1-Lipschitz per value, so the L1 sensitivity is kept.
+    Found in review: `TreeCounter.push` refused once the running Σ|x| passed 2⁵³, after earlier outputs were
+    released — a stop that told neighbouring streams apart (as w-event's refusals once did)."""
+    return 2.0**53 / horizon
+
+
+def _clamp_values(x: np.ndarray, horizon: int) -> np.ndarray:
+    cap = value_cap(horizon)
+    over = np.abs(x) > cap
+    if not over.any():
+        return x
+    warnings.warn(ValuesClampedWarning(
+        f"{int(over.sum())} input value(s) beyond ±{cap:,.0f} (2**53 / horizon, where the counter's float64 registers "
+        "stay exact) were clamped to it (curator-only: this count reads the raw inputs)."), stacklevel=3)  # fmt: skip
+    return np.clip(x, -cap, cap)
+
+
 def _tree_counter(key, stream, epsilon, l1_sensitivity, horizon, out):
     x = np.asarray(stream, dtype=np.float64)
     if x.ndim not in (1, 2) or x.shape[0] == 0:
         raise ValueError(f"stream must have shape [T] or [T, k] with T >= 1, got {x.shape}.")
     if not np.all(np.isfinite(x)):
         raise ValueError("stream contains NaN or inf.")
-    if np.abs(x).sum(axis=0).max() > 2**53:  # the registers' sums must stay where float64 holds every integer
-        raise ValueError("the stream's values sum beyond 2**53, where float64 rounds neighbours apart by more than "
-                         "the sensitivity: scale the data down.")
     horizon = x.shape[0] if horizon is None else _validate.size(
         "horizon", horizon, hi=MAX_HORIZON, why="one key per timestep is drawn up front (found in review: a horizon "
         "of 2⁶² aborted the process inside XLA).")
     if horizon < x.shape[0]:
         raise ValueError(f"horizon {horizon} is shorter than the stream ({x.shape[0]}).")
+    x = _clamp_values(x, horizon)  # the registers' sums stay where float64 holds every integer (`value_cap`)
     _check_tree_noise(epsilon, l1_sensitivity, horizon, out)
     # The registers are partial sums of the inputs, in float64 whatever the release dtype (in float32, sums past
     # 2²⁴ rounded neighbours 1 apart by 4–16, past the sensitivity): the caller casts the float64 release.
@@ -173,7 +197,6 @@ class TreeCounter:
             zeros = jnp.zeros((self._levels + 1, self._k), np.float64)
         self._carry = (zeros, zeros)
         self._t = 0
-        self._mass = np.zeros(self._k)  # Σ|x| so far: the registers must stay below 2**53 (as `tree_counter`)
 
     @property
     def state(self):
@@ -186,10 +209,7 @@ class TreeCounter:
         v = np.asarray(x, np.float64).reshape(-1)
         if v.size != self._k or not np.all(np.isfinite(v)):
             raise ValueError(f"push takes {self._k} finite value(s), got {np.asarray(x).shape}.")
-        if np.any(self._mass + np.abs(v) > 2**53):
-            raise ValueError("the stream's values sum beyond 2**53, where float64 rounds neighbours apart by more than "
-                             "the sensitivity: scale the data down.")
-        self._mass += np.abs(v)
+        v = _clamp_values(v, self._horizon)  # as `tree_counter` (a refusal here would depend on the data)
         with jax.enable_x64(True):  # float64 registers, as `tree_counter`
             self._carry, out = _tree_push(self._levels, self._scale, self._carry,
                                           (jnp.asarray(self._t + 1), jnp.asarray(v, np.float64), self._keys[self._t]))

@@ -17,7 +17,7 @@ from jaxdp.mechanisms import exact
 MAX_WINDOW = 1 << 24  # w: the window's budgets are kept in a buffer of w entries
 from jaxdp._validate import counts as check_counts  # the eager checks live in _validate
 
-__all__ = ['METHODS', 'INITIAL', 'CountsClampedWarning', 'WEventResult', 'count_cap', 'run', 'SHIFT_AUTO_RATIO', 'WEventStream', 'check_counts', 'dissimilarity']
+__all__ = ['METHODS', 'INITIAL', 'CountsClampedWarning', 'WEventResult', 'count_cap', 'run', 'SHIFT_AUTO_RATIO', 'WEventStream', 'check_counts', 'dissimilarity', 'difference_cap']
 
 
 METHODS = ("uniform", "sample", "bd", "ba")
@@ -39,7 +39,7 @@ def count_cap(*, noise: str) -> float:
     noise = mechanisms.check_noise(noise)
     with _arithmetic(noise):
         cap = 2.0**24 if _validate.float_dtype() == np.float32 else 2.0**53
-    if noise == "grid":  # (BD/BA's dissimilarity clips its own inputs to its finer grid: `_dissimilarity_inputs`)
+    if noise == "grid":  # (BD/BA's dissimilarity caps each |c − o_l| further: `difference_cap`)
         cap = min(cap, mechanisms.grid_value_limit(sensitivity=1.0))
     return float(cap)
 
@@ -147,6 +147,7 @@ def dissimilarity(c: Float[Array, " d"], last: Float[Array, " d"]) -> jax.Array:
     rounds, so `run`, `WEventStream` and `run_partitioned` pass float64 inputs whatever the release dtype (with
     ``noise="grid"`` the exact sampler snaps it to a grid of (1/d)/256 or finer): in float32 the rounding moved
     it by up to 1.07× its sensitivity at d = 100 and counts ≈ 5,000, 4× at d = 1,000 and counts ≈ 4·10⁴ (tested).
+    The runs also cap each column's ``|c_i − o_l|`` at `difference_cap` before taking the mean.
     """
     return jnp.mean(jnp.abs(c - last))
 
@@ -174,17 +175,35 @@ def _eps_down(eps: float, dtype) -> np.ndarray:
     return np.nextafter(v, v.dtype.type(0)) if float(v) > eps else v
 
 
-def _dissimilarity_inputs(c, last, dis_sensitivity, noise):
-    """The counts and the last release as the dissimilarity reads them, in float64. With ``noise="grid"`` both are
-    clipped to [0, K], K = (2²⁹ − 1)·γ the largest value the dissimilarity's grid (finer than the counts') holds:
-    clipping is 1-Lipschitz, so the mean still moves by at most 1/d, and the published counts keep the counts'
-    own, 256·d times larger, cap (found in review: clamping the counts themselves to K released counts of 30,000 at
-    d = 100 as 16,384). Traceable; call inside ``jax.enable_x64``."""
-    c64, last64 = c.astype(jnp.float64), last.astype(jnp.float64)
+FLOAT_DIFFERENCE_CAP = 2.0**24  # the float modes' cap on one column's |c − o_l| (`difference_cap`)
+
+
+def difference_cap(*, noise: str, sensitivity):
+    """The public cap K on each column's ``|c − o_l|`` as BD/BA's dissimilarity reads it: the runs take the mean
+    (per group: the group's mean) of ``min(|c − o_l|, K)``, in float64. The clip is 1-Lipschitz, so the sensitivity
+    stays 1/d; the published counts keep their own cap (`count_cap`).
+
+    * ``noise="grid"``: K = (2²⁹ − 1)·γ, the largest value of the dissimilarity's grid γ (its `sensitivity`/256
+      or finer, 256·d times finer than the counts'). Found in review: clipping the counts and the last release to
+      [0, K] each (K = 16,384 at d = 100) hid every change between two levels above K — a stream stepping from
+      40,000 to 80,000 was never published again.
+    * ``"float"``, ``"float64"``: K = 2²⁴ (`FLOAT_DIFFERENCE_CAP`). Found in review: with ``noise="float64"``
+      the counts (up to 2⁵³) were summed unclipped, and near 2⁵³ one count + 1 moved the float64 mean by 1
+      instead of 1/d (100× its sensitivity at d = 100). With each term below 2²⁴ the float64 sum of d terms is
+      within d²·2⁻²⁹ of exact (10⁻⁶ of the sensitivity 1/d at d = 100), as in the float mode, whose counts stop
+      at 2²⁴.
+
+    Traceable in `sensitivity`; call inside ``jax.enable_x64`` for the grid's float64 value.
+    """
     if noise != "grid":
-        return c64, last64
-    cap = (2**29 - 1) * mechanisms.grid_spacing(jnp.asarray(dis_sensitivity, jnp.float64))
-    return jnp.clip(c64, 0.0, cap), jnp.clip(last64, 0.0, cap)
+        return FLOAT_DIFFERENCE_CAP
+    return (2**29 - 1) * mechanisms.grid_spacing(jnp.asarray(sensitivity, jnp.float64))
+
+
+def _differences(c, last, dis_sensitivity, noise):
+    """``min(|c − o_l|, K)`` per column in float64 (`difference_cap`). Traceable; call inside ``jax.enable_x64``."""
+    diff = jnp.abs(c.astype(jnp.float64) - last.astype(jnp.float64))
+    return jnp.minimum(diff, difference_cap(noise=noise, sensitivity=dis_sensitivity))
 
 
 def _above(dis, lam):
@@ -224,8 +243,7 @@ def _step(method, w, eps, d, state, xs, shift=False, noise="float"):
     # float32, neighbouring counts moved it by up to 4× its sensitivity at d = 1,000 and counts ≈ 4·10⁴, 128× near
     # 2²⁴ (found in review). Only the decision (a boolean, part of the release) leaves the island.
     with jax.enable_x64(True):
-        c64, last64 = _dissimilarity_inputs(c, state.last, dis_sensitivity, noise)
-        dis = mechanisms.laplace_mechanism(k_dis, dissimilarity(c64, last64),
+        dis = mechanisms.laplace_mechanism(k_dis, jnp.mean(_differences(c, state.last, dis_sensitivity, noise)),
                                            epsilon=e1.astype(jnp.float64), sensitivity=dis_sensitivity, noise=noise)
         quanta = _quanta(method, w)
         quantum64 = per_window64 / quanta

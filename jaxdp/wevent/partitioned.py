@@ -18,7 +18,7 @@ from jaxdp.wevent.methods import (
     _arithmetic,
     _check_epsilon_range,
     _clamp_counts,
-    _dissimilarity_inputs,
+    _differences,
     _down,
     _eps_down,
     _ledger_down,
@@ -87,9 +87,9 @@ def _run_partitioned(key, counts, eps, *, method, w, g, regroup_every, noise="fl
         k_dis, k_pub = jax.random.split(k)
         with jax.enable_x64(True):  # summed, noised and tested in float64 whatever the kernel's dtype (`_step`)
             f64 = jnp.float64
-            # (grid: both clipped to the finest group's dissimilarity grid, 1/max size: `_dissimilarity_inputs`)
-            c64, last64 = _dissimilarity_inputs(c, last, 1.0 / float(np.max(sizes)), noise)
-            mae_g = jax.ops.segment_sum(jnp.abs(c64 - last64), grp, num_segments=g) / sizes_j.astype(f64)
+            # each |c − o_l| capped (`difference_cap`; grid: the finest group's dissimilarity grid, 1/max size)
+            diff = _differences(c, last, 1.0 / float(np.max(sizes)), noise)
+            mae_g = jax.ops.segment_sum(diff, grp, num_segments=g) / sizes_j.astype(f64)
             dis = mechanisms.laplace_mechanism(k_dis, mae_g, epsilon=e1.astype(f64), sensitivity=1.0 / sizes_j.astype(f64),
                                                noise=noise, coordinates=1)  # 1/d_g; one user moves one group's score
         room = quanta - jnp.sum(recent, dtype=jnp.int32)  # joint ledger: Σ over the window of the max over groups

@@ -2,6 +2,7 @@
 
 import itertools
 import math
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -477,18 +478,21 @@ def test_measure_refuses_one_key_for_the_public_projection_and_the_noise(key):
     assert phi.shape == (4, 16) and y.shape == (4,)
 
 
-def test_sums_past_2_53_and_subnormal_sensitivities_are_refused(key):
+def test_sums_past_2_53_and_subnormal_sensitivities_are_refused_or_clamped(key):
     """In float64, values past 2⁵³ round neighbours apart (ΦD moved 11.5 against √k = 4; the tree counter 4
-    against Δ = 1), and a subnormal sensitivity made a zero scale (the data released as it is)."""
+    against Δ = 1), and a subnormal sensitivity made a zero scale (the data released as it is). The compressive
+    mechanism refuses such a vector; the tree counter clamps its inputs to 2⁵³/horizon (a refusal mid-stream
+    would depend on the data), so its registers stay within 2⁵³."""
     big = np.zeros(64)
     big[0] = 2.0**54
     with pytest.raises(ValueError, match=r"2\*\*53"):
         C.compressive(key, big, epsilon=1.0)
-    with pytest.raises(ValueError, match=r"2\*\*53"):
-        C.tree_counter(key, np.asarray([2.0**54, 2.0]), epsilon=1.0)
+    with pytest.warns(C.ValuesClampedWarning):
+        sums = np.asarray(C.tree_counter(key, np.asarray([2.0**54, 2.0]), epsilon=1.0, noise="float64"))
+    assert np.abs(sums).max() < 2.0**52 + 100  # 2⁵⁴ clamped to 2⁵³/2
     counter = C.TreeCounter(key, epsilon=1.0, horizon=4)
-    counter.push(2.0**52)
-    with pytest.raises(ValueError, match=r"2\*\*53"):
+    counter.push(2.0**51)
+    with pytest.warns(C.ValuesClampedWarning):
         counter.push(2.0**52 + 2.0)
     with pytest.raises(ValueError, match="smallest normal"):
         C.laplace_identity(key, np.ones(4), epsilon=1.0, l1_sensitivity=1e-310)
@@ -614,3 +618,26 @@ def test_max_sparsity_checks_its_arguments():
     with pytest.raises(ValueError, match="c_k"):
         C.max_sparsity(64, float("nan"))
     assert C.max_sparsity(64, 4.0) >= 1
+
+
+def test_tree_counter_clamps_inputs_to_its_public_cap_instead_of_stopping_mid_stream(key):
+    """Found in review: `TreeCounter.push` refused once the running Σ|x| passed 2⁵³, after earlier outputs were
+    released, so neighbouring streams (first input 1 apart) ended differently. Inputs are now clamped to the public
+    cap 2⁵³/horizon (1-Lipschitz: the sensitivity is kept), with a curator-only warning, in the stream and in the
+    batch call alike, and both streams release every step."""
+    horizon = 4
+    cap = C.value_cap(horizon)
+    assert cap == 2.0**53 / horizon
+    outs = []
+    for first in (cap - 3.0, cap + 5.0):  # neighbours across the cap (the second beyond it)
+        tc = C.TreeCounter(key, epsilon=1.0, horizon=horizon, noise="float64")
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            got = [float(tc.push(v)) for v in (first, cap, cap, -3.0 * cap)]
+        assert len(got) == horizon  # no refusal mid-stream
+        assert any(issubclass(r.category, C.ValuesClampedWarning) for r in rec)  # -3·cap (and cap + 5) clamped
+        with pytest.warns(C.ValuesClampedWarning):
+            batch = np.asarray(C.tree_counter(key, [first, cap, cap, -3.0 * cap], epsilon=1.0, noise="float64"))
+        np.testing.assert_array_equal(np.asarray(got), batch)
+        outs.append(batch)
+    assert abs(outs[0][0] - outs[1][0]) <= 3.0 + 1.0  # the clamped neighbour is 3 apart (same noise; float64 ulp 0.5)

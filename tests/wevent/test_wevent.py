@@ -605,3 +605,45 @@ def test_a_skip_at_the_first_timestamp_contradicting_initial_publish_is_refused(
         wevent.run(key, np.ones((4, 2)), method="bd", w=2, epsilon=1.0, initial="publish", decisions=[0, -1, -1, -1])
     r = wevent.run(key, np.ones((4, 2)), method="bd", w=2, epsilon=1.0, initial="publish", decisions=[1, -1, -1, -1])
     assert r.releases.shape == (4, 2)
+
+
+def test_dissimilarity_terms_are_capped_so_neighbours_move_it_by_at_most_its_sensitivity(x64):
+    """Found in review: with noise="float64" the counts (up to 2⁵³) were summed unclipped, and near 2⁵³ one count
+    + 1 moved the float64 mean by 1 instead of 1/d (100× at d = 100). The runs take the mean of
+    min(|c − o_l|, K) with K = `difference_cap` (2²⁴ in the float modes): 1-Lipschitz, and exact enough."""
+    from jaxdp.wevent.methods import dissimilarity
+
+    d = 100
+    rng = np.random.default_rng(5)
+    last = np.zeros(d)
+    cap = wevent.difference_cap(noise="float64", sensitivity=1.0 / d)
+    assert cap == wevent.difference_cap(noise="float", sensitivity=1.0 / d) == 2.0**24
+
+    def capped(x):
+        return float(jnp.mean(jnp.minimum(jnp.abs(jnp.asarray(x) - jnp.asarray(last)), cap)))
+
+    worst, worst_raw = 0.0, 0.0
+    for _ in range(300):  # (fixed seed: the uncapped mean moves by 50/d in some of these)
+        c = np.floor(rng.uniform(2.0**51, 2.0**52, d))  # below the float64 count cap 2⁵³: accepted by the runs
+        c2 = c.copy()
+        c2[rng.integers(d)] += 1.0  # a neighbour: one count one higher
+        worst = max(worst, abs(capped(c) - capped(c2)) * d)
+        worst_raw = max(worst_raw, abs(float(dissimilarity(jnp.asarray(c), jnp.asarray(last)))
+                                       - float(dissimilarity(jnp.asarray(c2), jnp.asarray(last)))) * d)  # fmt: skip
+    assert worst <= 1.0 + 1e-9
+    assert worst_raw >= 10.0  # the control: the uncapped mean (what the runs summed before)
+
+
+@pytest.mark.parametrize("method", ["bd", "ba"])
+def test_grid_dissimilarity_sees_changes_between_levels_above_its_grid(key, method):
+    """Found in review: with noise="grid" the counts and the last release were each clipped to [0, K] (K = 16,384
+    at d = 100) before the dissimilarity, so a stream stepping from 40,000 to 80,000 read as "no change" and its
+    releases stayed at 40,000. The runs now cap |c − o_l| at K instead: the step is seen and published, in `run`
+    and `run_partitioned` (each counts' publication is Lap(≤ 4), far from the stale 40,000)."""
+    counts = np.full((8, 100), 40_000.0)
+    counts[4:] = 80_000.0
+    res = wevent.run(key, counts, method=method, w=2, epsilon=1.0, noise="grid")
+    part = wevent.run_partitioned(key, counts, method=method, w=2, epsilon=1.0, groups=2, noise="grid")
+    for r in (res, part):
+        tail = np.asarray(r.releases)[-1]
+        assert np.abs(tail - 80_000).max() < 200, np.asarray(r.published).astype(int).tolist()
