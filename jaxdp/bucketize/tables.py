@@ -10,6 +10,7 @@ import numpy as np
 
 from jaxdp import _validate
 from jaxdp.bucketize.heuristics import Bucketing
+from jaxdp.bucketize.validity import value_counts
 
 __all__ = ['PublishedTables', 'publish']
 
@@ -18,11 +19,13 @@ class PublishedTables(NamedTuple):
     """The two published tables, QIT(QI, BID) and ST(BID, SA), and the curator-only fake-row marks.
 
     Attributes:
-      qi: the QI rows ``[N, …]`` as given (QIT). bucket: their bucket ids ``[N]`` (QIT's BID).
+      qi: the QI rows ``[N, …]`` (QIT), in a random order. bucket: their bucket ids ``[N]`` (QIT's BID).
       st_bucket: ST's BID column ``[M]`` (M = N + σ·buckets). st_value: ST's SA column ``[M]``, shuffled
         within every bucket.
       is_fake: ``[M]``, True on the σ fake rows of each bucket — **for evaluation only: never publish it**
         (it tells the corruption attack of Sec. 6 which values to ignore).
+      row: ``[N]``, the input row of each QIT row — **for evaluation only: never publish it** (with the input
+        order it links QI rows to records).
     """
 
     qi: np.ndarray
@@ -30,10 +33,18 @@ class PublishedTables(NamedTuple):
     st_bucket: np.ndarray
     st_value: np.ndarray
     is_fake: np.ndarray
+    row: np.ndarray
 
 
 def publish(key: jax.Array, qi, sa, bucketing: Bucketing, *, fake: int = 0, domain=None) -> PublishedTables:
     """QIT (QI rows + BID) and ST (BID, SA), rows of ST shuffled per bucket.
+
+    The records of one SA value are dealt to that value's places in the buckets at random, and QIT's rows are
+    published in a random order: each bucket keeps the SA values the bucketing gave it (so F′-privacy is
+    unchanged), but which record of a value sits in which bucket, and where a QI row stands, no longer follows
+    the input order. Found in review: QIT kept the input order, and the round-robin assignment put the k-th
+    record of a value in bucket (c_v + k) mod b — on a table sorted by SA, matching each bucket's QIT rows to its
+    sorted ST values recovered every record's SA (100 %; 80 % on a shuffled table, where ST alone allows 28 %).
 
     With ``fake = σ > 0`` every bucket's ST also gets σ fake SA values (Section 6), drawn without
     replacement from the SA domain (`domain`, default the values present) minus the values already in
@@ -59,6 +70,8 @@ def publish(key: jax.Array, qi, sa, bucketing: Bucketing, *, fake: int = 0, doma
     if key.ndim:
         raise ValueError(f"key must be one typed key (a publication is one draw), got shape {key.shape}.")
     qi = np.asarray(qi)
+    if np.size(sa):
+        value_counts(sa)  # one kind of SA value (NumPy would merge 1 and "1")
     sa = np.asarray(sa)
     if not hasattr(bucketing, "bucket"):  # found in review: an array of bucket ids ended in an AttributeError
         raise TypeError(f"bucketing must be a Bucketing (from multi_size_bucketing, two_size, optimal or anatomy), "
@@ -91,6 +104,13 @@ def publish(key: jax.Array, qi, sa, bucketing: Bucketing, *, fake: int = 0, doma
     # NumPy's generator, seeded from the key's bits (all of its entropy): the per-bucket draws are host work
     words = np.asarray(jax.random.bits(key, (4,), jnp.uint32)).tolist()
     rng = np.random.default_rng(np.random.SeedSequence(words))
+    # each SA value's records dealt to its places in the buckets at random (every bucket keeps its SA multiset)
+    order = np.argsort(np.searchsorted(real, sa), kind="stable")  # the records grouped by value, in input order
+    groups = np.split(order, np.cumsum(np.unique(sa, return_counts=True)[1])[:-1])
+    bid = bid.copy()
+    for members in groups:
+        bid[members] = bid[members][rng.permutation(members.size)]
+    row = rng.permutation(sa.size)  # QIT's rows in a random order
     domain = real if domain is None else np.unique(domain)
     st_b, st_v, st_f = [], [], []
     for g in np.unique(bid):
@@ -103,4 +123,4 @@ def publish(key: jax.Array, qi, sa, bucketing: Bucketing, *, fake: int = 0, doma
         f = np.concatenate([np.zeros(vals.size, bool), np.ones(fk.size, bool)])
         perm = rng.permutation(v.size)
         st_b.append(np.full(v.size, g)), st_v.append(v[perm]), st_f.append(f[perm])
-    return PublishedTables(qi, bid, np.concatenate(st_b), np.concatenate(st_v), np.concatenate(st_f))
+    return PublishedTables(qi[row], bid[row], np.concatenate(st_b), np.concatenate(st_v), np.concatenate(st_f), row)

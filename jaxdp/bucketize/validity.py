@@ -15,13 +15,39 @@ __all__ = ['value_counts', 'fprime_of', 'fprime_linear', 'check_fprime', 'valid_
 _TOL = 1e-9
 
 
+_ULPS = 1.0 + 2.0**-50  # a few ulps of relative slack: f′·S computed in floating point may fall an ulp short
+
+
 def _floor(x):
-    return np.floor(np.asarray(x, np.float64) + _TOL).astype(np.int64)
+    """⌊x⌋ for x = f′·S computed in float64, forgiving a few ulps of rounding (0.29·100 = 28.999999999999996 → 29).
+    Found in review: an absolute 10⁻⁹ slack let ⌊(0.29 − 5·10⁻¹²)·100⌋ count as 29, so a bucketing broke f′ and
+    `is_fprime_private` (another tolerance) rejected what the algorithms produced."""
+    return np.floor(np.asarray(x, np.float64) * _ULPS).astype(np.int64)
 
 
 # --------------------------------------------------------------------------------------- specification
+def _kind(v) -> str:
+    if isinstance(v, (str, np.str_)):
+        return "strings"
+    if isinstance(v, (bytes, np.bytes_)):
+        return "bytes"
+    if isinstance(v, (int, float, np.integer, np.floating, np.bool_)):  # bool is an int: True == 1 in Python too
+        return "numbers"
+    return type(v).__name__
+
+
 def value_counts(sa) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct SA values, o_i) of a column, values sorted."""
+    """(distinct SA values, o_i) of a column, values sorted.
+
+    Raises ValueError for SA values of more than one kind (numbers, strings, …). Found in review: NumPy turned
+    ``[1, "1", …]`` into strings, so the int 1 took the f′ of the string "1" and a bucketing that broke int 1's f′
+    passed `is_fprime_private` as well; an object array of mixed types ended in NumPy's own TypeError."""
+    if not isinstance(sa, np.ndarray) or np.asarray(sa).dtype == object:
+        kinds = {_kind(v) for v in (sa.tolist() if isinstance(sa, np.ndarray) else sa)}
+        if len(kinds) > 1:
+            raise ValueError(f"sa mixes SA values of different kinds ({', '.join(sorted(kinds))}): give one kind "
+                             "(e.g. all strings, or integer codes), as NumPy would otherwise merge values like 1 and "
+                             "'1'.")
     sa = np.asarray(sa)
     if sa.size == 0:
         raise ValueError("the table is empty: nothing to bucketize.")
@@ -183,6 +209,6 @@ def is_fprime_private(sa, bucket, fp_of_value) -> bool:
     for g in np.unique(bucket):
         vals, cnt = np.unique(sa[bucket == g], return_counts=True)
         size = cnt.sum()
-        if any(c / size > fp[v] + 1e-12 for v, c in zip(vals.tolist(), cnt)):
+        if any(c > _floor(fp[v] * size) for v, c in zip(vals.tolist(), cnt)):  # the algorithms' own rule
             return False
     return True

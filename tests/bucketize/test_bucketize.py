@@ -260,10 +260,12 @@ def test_publish_tables_and_fake_values(key):
     bk = B.multi_size_bucketing(sa, fp)
     t = B.publish(key, qi, sa, bk, fake=2)
     assert isinstance(t, B.PublishedTables)
-    assert t.qi.shape == qi.shape and np.array_equal(t.bucket, bk.bucket)
+    assert t.qi.shape == qi.shape and np.array_equal(t.qi, qi[t.row]) and np.array_equal(np.sort(t.row), np.arange(500))
+    assert B.is_fprime_private(sa[t.row], t.bucket, fp)
     for g in np.unique(t.bucket):
         real = np.sort(t.st_value[(t.st_bucket == g) & ~t.is_fake])
-        assert np.array_equal(real, np.sort(sa[t.bucket == g]))  # the real multiset is preserved
+        assert np.array_equal(real, np.sort(sa[t.row][t.bucket == g]))  # QIT and ST agree
+        assert np.array_equal(real, np.sort(sa[bk.bucket == g]))  # the bucketing's SA multiset is preserved
         fk = t.st_value[(t.st_bucket == g) & t.is_fake]
         assert fk.size == 2 and len(set(fk.tolist())) == 2 and not set(fk.tolist()) & set(real.tolist())
     # the shuffle and the fake values are a function of the key: a new key differs, the same key reproduces
@@ -322,8 +324,8 @@ def test_differential_inference_theorem_by_simulation(key):
 
 
 def test_bad_input():
-    with pytest.raises(ValueError, match="no F′-private bucketization exists: value 1"):
-        B.check_fprime(np.array([1, 9]), np.array([0.5, 0.5]), values=[0, 1])
+    with pytest.raises(ValueError, match=r"no F′-private bucketization exists: the SA value np.unique\(sa\)\[1\]"):
+        B.check_fprime(np.array([1, 9]), np.array([0.5, 0.5]), values=["HIV-", "HIV+"])  # the position, not the value
     with pytest.raises(ValueError, match="empty"):
         B.value_counts([])
     with pytest.raises(ValueError, match="M′ > M"):
@@ -390,3 +392,52 @@ def test_publish_names_a_bucket_array_passed_for_a_bucketing():
     with pytest.raises(TypeError, match="not its .bucket"):
         B.publish(jax.random.key(0), qi, sa, bk.bucket)
     assert B.publish(jax.random.key(0), qi, sa, bk).st_value.size == 6
+
+
+def test_published_tables_do_not_link_records_to_values_through_their_order(key):
+    """Found in review: QIT kept the input order and the round-robin assignment put the k-th record of a value in
+    bucket (c_v + k) mod b, so on a table sorted by SA, matching each bucket's QIT rows (in published order) to its
+    sorted ST values recovered every record's SA (100 %). Now each value's records are dealt to its places at
+    random and QIT's rows come in a random order: the attack does no better than matching at random within the
+    buckets (its expectation p₀ = Σ_buckets Σ_v n_bv²/n_b / N; binomial sd ≈ 0.009 at N = 2,000, margin 5 sd)."""
+    rng = np.random.default_rng(0)
+    m, n = 10, 2000
+    sa = np.sort(rng.choice(m, n, p=np.r_[np.full(m - 1, 0.08), 0.28]))  # delivered sorted by SA
+    qi = np.arange(n)[:, None]
+    fp = {v: min(1.0, 2 * np.mean(sa == v) + 0.02) for v in range(m)}
+    for bk in (B.multi_size_bucketing(sa, fp), B.two_size(sa, fp)):
+        t = B.publish(key, qi, sa, bk)
+        guess, p0 = np.empty(n, sa.dtype), 0.0
+        for g in np.unique(t.bucket):
+            rows = np.flatnonzero(t.bucket == g)
+            vals = np.sort(t.st_value[t.st_bucket == g])
+            guess[rows] = vals  # the attack: QIT rows in published order ↔ sorted ST values
+            p0 += (np.unique(vals, return_counts=True)[1] ** 2).sum() / vals.size
+        accuracy = np.mean(guess == sa[t.row])
+        assert accuracy <= p0 / n + 0.045, (accuracy, p0 / n)
+        assert B.is_fprime_private(sa[t.row], t.bucket, fp)
+
+
+def test_mixed_kinds_of_sa_values_and_rounding_slack_cannot_break_fprime():
+    """Found in review: (1) NumPy turned [1, "1", …] into strings, so the int 1 took the f′ of "1" and a bucketing that
+    broke int 1's f′ passed `is_fprime_private` too; (2) an absolute 10⁻⁹ slack let an f′ just below a value's
+    frequency through and counted ⌊(0.29 − 5·10⁻¹²)·100⌋ as 29, so the algorithms produced what the checker rejects.
+    Mixed kinds are refused; the slack is a few ulps (0.29·100 = 28.999999999999996 still holds 29)."""
+    with pytest.raises(ValueError, match="different kinds"):
+        B.multi_size_bucketing([1, "1", "a", "b", "c", "d", "e", "f"], {1: 0.25, "1": 1.0, "a": 1, "b": 1, "c": 1,
+                                                                         "d": 1, "e": 1, "f": 1}, m_min=2, m_max=4)
+    with pytest.raises(ValueError, match="different kinds"):
+        B.value_counts(np.array([1, "a"], dtype=object))
+    with pytest.raises(ValueError, match="different kinds"):
+        B.publish(jax.random.key(0), np.zeros((2, 1)), [1, "1"], B.Bucketing(np.zeros(2, np.int64), ((2, 1),)))
+    sa = np.array([0, 1, 1])
+    for make in (B.multi_size_bucketing, B.two_size, B.optimal):
+        with pytest.raises(ValueError, match="no F′-private bucketization exists"):
+            make(sa, {0: 1.0, 1: 2 / 3 - 5e-10}, m_max=3)  # frequency 2/3 above f′
+    o, fp = [29] + [1] * 71, [0.29] + [1.0] * 71
+    assert B.valid_one_size(o, fp, 100, 1)  # 0.29 as typed: 29 of 100 allowed
+    assert not B.valid_one_size(o, [0.29 - 5e-12] + [1.0] * 71, 100, 1)  # just below: not
+    records = np.r_[np.zeros(29, int), np.arange(1, 72)]
+    assert B.is_fprime_private(records, np.zeros(100, np.int64), {v: (0.29 if v == 0 else 1.0) for v in range(72)})
+    assert not B.is_fprime_private(records, np.zeros(100, np.int64),
+                                   {v: (0.29 - 5e-12 if v == 0 else 1.0) for v in range(72)})
