@@ -325,6 +325,11 @@ def exponential_segments(key: jax.Array, scores, segment, active, *, epsilon, se
     Float: Gumbel-max per segment. ``"grid"``: exact, by rejection with one proposal per candidate
     slot per round, uniform within its segment (out-of-range draws skipped), accepted with an exact
     exp(−c·distance) coin; the first accepted proposal of a segment in slot order wins.
+
+    Scores as in `exponential_mechanism`: the grid path as `exponential_exact` (only −inf, the caller's marker,
+    excludes a candidate; NaN is the worst, +inf or an overflowing quotient the best — found in review: +inf or
+    1e37 excluded the best candidate), the float path as `exponential` (NaN never wins — found in review: one NaN
+    left its segment with no winner).
     """
     _validate.mechanism_core(key, epsilon=epsilon, sensitivity=sensitivity)
     noise = check_noise(noise)
@@ -332,10 +337,13 @@ def exponential_segments(key: jax.Array, scores, segment, active, *, epsilon, se
     n = scores.shape[0]
     if kernel_noise(noise) != "grid":
         factor = jnp.asarray(epsilon, scores.dtype) / (2.0 * jnp.asarray(sensitivity, scores.dtype))
-        v = jnp.where(active, factor * scores + standard_gumbel(key, (n,), scores.dtype), -jnp.inf)
+        # NaN never wins, as in `exponential` (`_logits`); found in review: one NaN made the segment's max NaN,
+        # and the segment had no winner at all
+        v = jnp.where(active, _logits(scores, factor) + standard_gumbel(key, (n,), scores.dtype), -jnp.inf)
         best = jax.ops.segment_max(v, segment, num_segments=n)
         idx = jnp.arange(n)
-        return jax.ops.segment_min(jnp.where(active & (v == best[segment]), idx, n), segment, num_segments=n)
+        won = active & (v == best[segment]) & (v > -jnp.inf)  # a segment of excluded candidates has no winner
+        return jax.ops.segment_min(jnp.where(won, idx, n), segment, num_segments=n)
     return _exponential_segments_exact(key, scores, segment, active, epsilon, sensitivity)
 
 
@@ -343,13 +351,10 @@ def _exponential_segments_exact(key, scores, segment, active, epsilon, sensitivi
     n = scores.shape[0]
     dtype = scores.dtype
     eps = jnp.asarray(epsilon, dtype)
-    sens = jnp.asarray(sensitivity, dtype)
-    gamma = _score_grid(eps, sens)
-    qs = jnp.where(active, jnp.round(scores / gamma), -jnp.inf)
-    allowed = active & jnp.isfinite(qs)
+    qs, allowed, delta_q = _rounded_scores(scores, epsilon, sensitivity, None)  # as `exponential_exact_core`
+    allowed = allowed & active
     best = jax.ops.segment_max(jnp.where(allowed, qs, -jnp.inf), segment, num_segments=n)
     dist = jnp.where(allowed, jnp.minimum(best[segment] - qs, float(_MAX_DISTANCE)), 0.0).astype(jnp.uint32)
-    delta_q = jnp.ceil(sens / gamma + 0.25) + 1.0
     c = eps / (2.0 * delta_q) * jnp.asarray(1.0 - 2.0**-20, dtype)
     rate = jnp.minimum(jnp.floor(c.astype(jnp.float32) * jnp.float32(2.0**32)), jnp.float32(4294967040.0))
     x_hi, x_lo = exact._mul_u32(dist, jnp.broadcast_to(rate.astype(jnp.uint32), (n,)))

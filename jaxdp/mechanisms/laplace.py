@@ -11,7 +11,7 @@ from jaxtyping import Array, Float
 
 from jaxdp import _validate
 from jaxdp.mechanisms import exact
-from jaxdp.mechanisms.noise import check_noise, kernel_noise
+from jaxdp.mechanisms.noise import check_grid_ratio, check_noise, kernel_noise
 
 __all__ = ['laplace_scale', 'laplace_noise', 'standard_laplace', 'standard_gumbel', 'standard_gumbel_from_uniform', 'add_standard_laplace', 'add_laplace', 'laplace', 'grid_spacing', 'grid_laplace', 'l2_norm_noise', 'laplace_mechanism', 'grid_laplace_core']
 
@@ -41,6 +41,9 @@ def laplace_noise(key: jax.Array, shape, *, epsilon, sensitivity, dtype=None) ->
     """
     _validate.mechanism_core(key, epsilon=epsilon, sensitivity=sensitivity)
     dtype = _validate.float_dtype() if dtype is None else np.dtype(dtype)
+    # found in review: ε = 1e-39 gave ±inf and Δ = 1e-45 a zero scale (the data released as it is) through
+    # `add_laplace` and `laplace_noise`, where `laplace_mechanism` refuses
+    _check_scale_range(epsilon, sensitivity, dtype if np.issubdtype(dtype, np.floating) else None)
     return laplace_scale(epsilon=epsilon, sensitivity=sensitivity, dtype=dtype) * _standard(key, tuple(shape), dtype)
 
 
@@ -249,6 +252,11 @@ def l2_norm_noise(key: jax.Array, shape, *, dim, epsilon, sensitivity=1.0, dtype
     _validate.mechanism_core(key, epsilon=epsilon, sensitivity=sensitivity)
     dtype = _validate.float_dtype() if dtype is None else np.dtype(dtype)
     shape = tuple(shape)
+    d0 = np.asarray(dim) if _validate.is_concrete(dim) else None
+    if d0 is not None and not (d0.ndim == 0 and d0.dtype.kind in "iu" and 1 <= int(d0) <= (shape or (0,))[-1]):
+        # found in review: dim = 10 with shape[-1] = 3 drew g for 10 coordinates and kept 3 (variance 4.97, not 11)
+        raise ValueError(f"dim must be an int in [1, shape[-1]] = [1, {(shape or (0,))[-1]}], got {dim!r}: the noise "
+                         "is drawn on shape[-1] ≥ dim coordinates.")
     k_exp, k_half, k_norm = jax.random.split(key, 3)
     eps = jnp.asarray(epsilon, dtype) / jnp.asarray(sensitivity, dtype)
     m = shape[-1] // 2 + 1
@@ -296,6 +304,10 @@ def laplace_mechanism(key: jax.Array, x, *, epsilon, sensitivity, noise: str = "
     x = jnp.asarray(x)
     _check_scale_range(epsilon, sensitivity, x.dtype if jnp.issubdtype(x.dtype, jnp.floating) else None)
     if kernel_noise(noise) == "grid":
+        if all(_validate.is_concrete(v) for v in (epsilon, sensitivity, coordinates)):  # (found in review: a ratio
+            # at or above 2**29 — ε = 10⁻⁶, or 2²¹ coordinates at ε = 1 — released NaN, where the systems refuse)
+            check_grid_ratio(epsilon=epsilon, sensitivity=sensitivity,
+                             coordinates=x.size if coordinates is None else coordinates)
         m = x.size if coordinates is None else jnp.maximum(jnp.asarray(coordinates, x.dtype), 1)  # may be traced
         sens = jnp.broadcast_to(jnp.asarray(sensitivity, x.dtype), x.shape)
         gamma = grid_spacing(sens / m)

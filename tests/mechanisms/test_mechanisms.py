@@ -347,3 +347,43 @@ def test_the_other_cores_and_samplers_check_budgets_and_keys_too(key):
             f(keys)
         f(key)
     mechanisms.laplace_mechanism(key, jnp.zeros(3), epsilon=jnp.asarray(1.0, jnp.bfloat16), sensitivity=1.0)
+
+
+@pytest.mark.parametrize("noise", ["float", "grid"])
+def test_exponential_segments_treat_scores_as_their_single_draw_siblings(key, noise):
+    """Found in review: in the grid path a score of +inf or 1e37 (whose quotient overflows) excluded the best
+    candidate, and in the float path one NaN left its segment with no winner. The grid path now rounds scores as
+    `exponential_exact` does (only −inf excludes; NaN is the worst) and the float path as `exponential` (NaN never
+    wins); the best candidate always wins against far worse ones."""
+    seg, act = jnp.zeros(3, jnp.int32), jnp.ones(3, bool)
+    draw = jax.jit(jax.vmap(lambda k, s: mechanisms.exponential_segments(k, s, seg, act, epsilon=1.0, sensitivity=1.0,
+                                                                         noise=noise)[0], in_axes=(0, None)))  # fmt: skip
+    keys = jax.random.split(key, 200)
+    for best in (1e37, np.inf):
+        assert set(np.asarray(draw(keys, jnp.asarray([best, 0.0, 0.0], jnp.float32))).tolist()) == {0}
+    picks = np.asarray(draw(keys, jnp.asarray([np.nan, 0.0, 0.0], jnp.float32)))
+    assert set(picks.tolist()) == {1, 2}  # a winner in every draw, never the NaN
+    picks = set(np.asarray(draw(keys, jnp.full(3, np.nan, jnp.float32))).tolist())
+    assert picks == ({3} if noise == "float" else {0, 1, 2})  # float: all excluded (no winner, n); grid: the worst
+
+
+def test_laplace_cores_refuse_what_laplace_mechanism_refuses(key):
+    """Found in review: `laplace_mechanism(noise="grid")` released NaN at a noise-to-grid ratio ≥ 2²⁹ (2²¹
+    coordinates at ε = 1; ε = 4·10⁻⁷), `add_laplace`/`laplace_noise` gave ±inf at ε = 1e-39 and no noise at
+    Δ = 1e-45, and `l2_norm_noise` with dim = 10 > shape[-1] = 3 drew too little noise (variance 4.97, not 11)."""
+    with pytest.raises(ValueError, match=r"2\*\*29"):
+        mechanisms.laplace_mechanism(key, jnp.zeros(2**21), epsilon=1.0, sensitivity=1.0, noise="grid")
+    with pytest.raises(ValueError, match=r"2\*\*29"):
+        mechanisms.laplace_mechanism(key, jnp.zeros(2), epsilon=4e-7, sensitivity=1.0, noise="grid", coordinates=1)
+    assert np.isfinite(np.asarray(mechanisms.laplace_mechanism(key, jnp.zeros(2), epsilon=1.0, sensitivity=1.0,
+                                                               noise="grid", coordinates=1))).all()  # fmt: skip
+    for eps, sens in ((1e-39, 1.0), (1.0, 1e-45)):
+        with pytest.raises(ValueError, match="outside what"):
+            mechanisms.add_laplace(key, jnp.zeros(3), epsilon=eps, sensitivity=sens)
+        with pytest.raises(ValueError, match="outside what"):
+            mechanisms.laplace_noise(key, (3,), epsilon=eps, sensitivity=sens)
+    for dim in (10, 0, 2.5):
+        with pytest.raises(ValueError, match="dim must be"):
+            mechanisms.l2_norm_noise(key, (3,), dim=dim, epsilon=1.0)
+    traced = jax.jit(lambda k, d: mechanisms.l2_norm_noise(k, (5,), dim=d, epsilon=1.0))(key, 3)  # traced: unchecked
+    assert traced.shape == (5,)
