@@ -75,6 +75,8 @@ def simulate_inference(key: jax.Array, x: float, y: float, *, epsilon: float, tr
     Y/X as a float64 NumPy array: what an adversary averaging noisy answers sees."""
     _validate.key(key)
     _validate.positive_scalar("epsilon", epsilon)
+    # found in review: trials = −3 ended in JAX's TypeError (the cap: the draws are held in memory at once)
+    trials = _validate.size("trials", trials, hi=_validate.MAX_GENERATED, why="the draws are held in memory at once.")
     k1, k2 = jax.random.split(key)
     nx = np.asarray(mechanisms.laplace_noise(k1, (trials,), epsilon=epsilon, sensitivity=1.0, dtype=jnp.float32), np.float64)
     ny = np.asarray(mechanisms.laplace_noise(k2, (trials,), epsilon=epsilon, sensitivity=1.0, dtype=jnp.float32), np.float64)

@@ -441,3 +441,37 @@ def test_mixed_kinds_of_sa_values_and_rounding_slack_cannot_break_fprime():
     assert B.is_fprime_private(records, np.zeros(100, np.int64), {v: (0.29 if v == 0 else 1.0) for v in range(72)})
     assert not B.is_fprime_private(records, np.zeros(100, np.int64),
                                    {v: (0.29 - 5e-12 if v == 0 else 1.0) for v in range(72)})
+
+
+def test_optimal_builds_its_program_sparse_and_says_when_optimality_is_not_proven(monkeypatch):
+    """Found in review: the integer program's constraints were built dense (≈ 370 MiB at m = 80 values, tens of
+    GiB at 1,000), and a solution HiGHS had not proven optimal (stopped at the time limit) was returned as the
+    optimum. The constraints are sparse (same rows, same optimum), and a stop short of optimality warns."""
+    import tracemalloc
+
+    import scipy.optimize
+
+    o, fp = np.full(80, 3), np.full(80, 0.5)
+    tracemalloc.start()
+    setting, _, loss = B.optimal_bucketing(o, fp, m_max=50, time_limit=30.0)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 50 * 2**20 and sum(s * b for s, b in setting) == o.sum()
+    real = scipy.optimize.milp
+
+    def stopped_early(*args, **kwargs):  # what HiGHS returns at its time limit: a feasible point, status 1
+        res = real(*args, **kwargs)
+        res.status, res.message = 1, "Time limit reached. (HiGHS Status 13: model_status is Time limit reached)"
+        return res
+
+    monkeypatch.setattr(scipy.optimize, "milp", stopped_early)
+    with pytest.warns(RuntimeWarning, match="not proven optimal"):
+        assert B.optimal_bucketing(o[:10], fp[:10], m_max=20)[2] > 0
+
+
+def test_simulate_inference_checks_trials_and_epsilon(key):
+    # found in review: trials = −3 ended in JAX's TypeError and ε = 1e-39 returned NaN
+    with pytest.raises(ValueError, match="trials"):
+        B.simulate_inference(key, 10.0, 5.0, epsilon=1.0, trials=-3)
+    with pytest.raises(ValueError, match="outside what"):
+        B.simulate_inference(key, 10.0, 5.0, epsilon=1e-39)
