@@ -36,6 +36,7 @@ MAX_BLOCK = 128  # records per block: compile time grows with n (measured on 2 c
 MAX_HISTORY = 16  # past blocks the predictor sees (compile time grows with it)
 MAX_SEED = 2**64 - 1
 
+PREDICTION_MODES = ("frame_mean", "midpoint", "column_mean", "last_record", "history_mean", "inter")  # as hvc.predict.MODES
 _MODES_HELP = ("frame_mean, midpoint, column_mean, last_record, history_mean, inter (comma-separated; default: "
                "frame_mean, the frame-mean layer; --paper: the paper's modes)")
 _KINDS = ("dct", "dst", "dht", "identity")
@@ -275,13 +276,17 @@ def _check_anonymize_args(args):
             raise InputError(f"the output folder {out_folder} is not writable: choose another.")
     if args.output == "-" and args.input is None:
         pass
-    out_fmt, _ = detect_format(args.output, args.output_format)
+    out_fmt, _ = detect_format(args.output, args.output_format, output=True)
     if args.output == "-" and out_fmt in ("parquet", "arrow"):  # found in review: it crashed after the whole run
         raise InputError(f"-o - writes CSV to stdout; {out_fmt} needs a file name (e.g. -o out.{out_fmt}).")
     if args.kinds:
         bad = [k for k in args.kinds.split(",") if k not in _KINDS]
         if bad:
             raise InputError(f"--kinds: unknown transform(s) {bad}; choose from {_KINDS}.")
+    if args.modes:  # found in review: the config's message did not name the option
+        bad = [m for m in args.modes.split(",") if m not in PREDICTION_MODES]
+        if bad:
+            raise InputError(f"--modes: unknown mode(s) {bad}; choose from {PREDICTION_MODES}.")
     return delay, split, seed
 
 
@@ -442,6 +447,7 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
         id_of: dict[int, object] = {}
         with TableWriter(args.output, reader.names, id_column=args.ids_column, fmt=args.output_format,
                          delimiter=args.delimiter) as writer, warnings.catch_warnings():  # fmt: skip
+            writer.float_types = reader.float_types  # float columns keep their type (or the release's, if wider)
             warnings.simplefilter("ignore", BudgetExhaustedWarning)  # said below, in plain words
             for x, ids, row0 in _prefetch(reader.batches()):
                 if strict:
@@ -533,6 +539,7 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
     else:
         print(f"  epsilon spent {eps_f.sum():.4g} of {args.epsilon:g} (at most {report['epsilon_per_frame_max']:.4g} "
               "per frame)", file=out)  # fmt: skip
+    print(f"  unit of privacy: {report['unit_of_privacy']}", file=out)  # (found in review: only in the report)
     print(f"  private: {'yes' if private else 'NO'}", file=out)
     for reason in reasons:
         print(f"jaxdp anonymize: WARNING: this release is NOT differentially private: {reason}.", file=sys.stderr)
@@ -610,17 +617,21 @@ class _Content:
 
     def verdict(self, sa, records_out):
         """``(key, plain words or None)``."""
+        # (found in review: the advice named --records-per-subject when it was already given)
+        declared = sa.config.records_per_subject is not None
         if records_out and self.all_midpoint:
             return "nothing", (
                 "the release carries no information from the data: every released record is the domain "
-                "midpoint. Raise --epsilon, lengthen --delay (more records per frame), or, if each person has "
-                "one row, declare --records-per-subject 1 (ε per frame instead of ε·m/l)."
+                "midpoint. Raise --epsilon" + (" or lengthen --delay (more records per frame)." if declared else
+                ", lengthen --delay (more records per frame), or, if each person has one row, declare "
+                "--records-per-subject 1 (ε per frame instead of ε·m/l).")
             )
         if records_out and sa.blocks_coded == 0:
             return "frame means only", (
                 "every released record is its frame's noisy column means (no block kept per-record detail): "
                 "the release shows how column averages move from frame to frame, not individual records. For "
-                "per-record detail raise --epsilon or --delay, or declare --records-per-subject."
+                "per-record detail raise --epsilon" + (" or --delay." if declared else
+                                                       " or --delay, or declare --records-per-subject.")
             )
         share = sa.blocks_coded / max(sa.blocks_done, 1)
         return f"per-record detail in {100 * share:.0f} % of blocks", None
@@ -836,6 +847,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("jaxdp anonymize: interrupted; no output was written.", file=sys.stderr)
         return 130
+    except SystemExit as stop:  # SIGTERM (and other signals) stop the run between batches: say so, as for SIGINT
+        if isinstance(stop.code, int) and stop.code > 128:  # (found in review: SIGTERM exited 143 silently)
+            print(f"jaxdp anonymize: stopped by signal {stop.code - 128}; no output was written.", file=sys.stderr)
+        raise
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -71,8 +71,13 @@ def _pyarrow():
     return pa
 
 
-def detect_format(path: str, fmt: str | None = None) -> tuple[str, str | None]:
-    """(format, compression) from an explicit `fmt` or the file name's suffixes ("-" is CSV)."""
+_CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".tab", ".dat", ".psv")
+
+
+def detect_format(path: str, fmt: str | None = None, *, output: bool = False) -> tuple[str, str | None]:
+    """(format, compression) from an explicit `fmt` or the file name's suffixes ("-" is CSV). For an `output`
+    whose suffix names no format jaxdp writes (e.g. ``.xlsx``, ``.json``), refuse rather than write CSV under it
+    (found in review: ``-o out.xlsx`` wrote a CSV file silently); a name without a suffix is CSV."""
     if fmt is not None:
         if fmt not in FORMATS:
             raise InputError(f"--format must be one of {FORMATS}, got {fmt!r}.")
@@ -88,6 +93,11 @@ def detect_format(path: str, fmt: str | None = None) -> tuple[str, str | None]:
         elif name.endswith((".arrow", ".feather", ".ipc", ".arrows")):
             fmt = "arrow"
         else:
+            suffix = os.path.splitext(name)[1]
+            if output and path != "-" and suffix and suffix not in _CSV_SUFFIXES:
+                raise InputError(f"{path}: jaxdp writes CSV ({', '.join(_CSV_SUFFIXES)}, optionally .gz/.bz2/.xz/.zst), "
+                                 f"Parquet (.parquet) or Arrow (.arrow, .feather), not {suffix!r}: rename the output, "
+                                 "or pass --output-format.")
             fmt = "csv"
     if compression and fmt != "csv":
         raise InputError(f"{path}: {compression} compression is for CSV files; Parquet and Arrow compress internally.")
@@ -200,6 +210,7 @@ class TableReader:
       path: the input ("-" for stdin). columns: names of the numeric columns, in file order.
       id_column: the id column's name or None. names: all column names in file order.
       rows: the number of data rows when known without reading the data (Parquet/Arrow), else None.
+      float_types: the pyarrow float type of each float value column (Parquet/Arrow; empty for CSV).
     """
 
     def __init__(self, path, fmt, compression, *, id_column, delimiter, encoding, chunk_rows):
@@ -247,6 +258,8 @@ class TableReader:
             raise InputError(f"--ids-column {self.id_column!r} is not a column of {self.path} (columns: {names}).")
         self.names = names
         self.columns = [n for n in names if n != self.id_column]
+        # the float type of each float value column (Parquet/Arrow): the writer keeps it (`TableWriter.float_types`)
+        self.float_types = {} if types is None else {n: types[n] for n in self.columns if pa.types.is_floating(types[n])}
         if not self.columns:
             raise InputError(f"{self.path} has no numeric columns besides the ids.")
         if types is not None:
@@ -689,7 +702,7 @@ class TableWriter:
                  delimiter: str = ","):
         self.path = path
         self.names, self.id_column = names, id_column
-        self.fmt, self.compression = detect_format(path, fmt)
+        self.fmt, self.compression = detect_format(path, fmt, output=True)
         self.delimiter = delimiter
         self._writer = None
         self._sink = None
@@ -739,6 +752,7 @@ class TableWriter:
             return pc.WriteOptions(delimiter=self.delimiter, batch_size=65_536)
 
     id_type = None  # the input's id type, set by the caller: ids are written back in it (`id_values`)
+    float_types: dict = {}  # the input's float column types, set by the caller: a column is written in its type or wider
 
     def write(self, records: np.ndarray, ids=None):
         """Append released records ``[k, d]`` (float32/float64) and their ids (any pyarrow array, or a list of
@@ -750,7 +764,11 @@ class TableWriter:
             if name == self.id_column:
                 cols.append(ids if isinstance(ids, (pa.Array, pa.ChunkedArray)) else _id_array(ids, self.id_type))
             else:
-                cols.append(pa.array(np.ascontiguousarray(records[:, j])))
+                col = np.ascontiguousarray(records[:, j])
+                t = self.float_types.get(name)
+                if t is not None and t.bit_width > 8 * col.dtype.itemsize:  # found in review: a float64 column came
+                    col = col.astype(np.float64)  # back as float32; kept (a cast: post-processing), never narrowed
+                cols.append(pa.array(col))
                 j += 1
         batch = pa.RecordBatch.from_arrays(cols, names=self.names)
         if self._writer is None:
