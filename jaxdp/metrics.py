@@ -16,7 +16,8 @@ then every measure is averaged over them) with the original records ``x [N, d]``
   column has correlation 0 with everything): are the relationships between columns kept?
 * `moment_errors` — relative error of each column's mean and standard deviation.
 * `regression_r2` — a downstream task: least-squares regression of one column on the others fitted on
-  the release, scored by R² on the original records (1 = as good as fitting on the data, ≤ 0 = useless).
+  the release, scored by R² on the original records (1 = perfect prediction, ≤ 0 = no better than the mean;
+  `regression_r2(x, x)`, the fit on the data itself, is the reference a release can reach at best).
 
 These read the raw records: they are for benchmarks and curators, not for publication.
 """
@@ -38,18 +39,27 @@ __all__ = [
 
 
 def _pair(y, x):
+    if np.iscomplexobj(y) or np.iscomplexobj(x):  # found in review: the imaginary part was dropped with a warning
+        raise TypeError("the utility measures take real records, not complex ones.")
     y = np.asarray(y, np.float64)
     x = np.asarray(x, np.float64)
     if x.ndim != 2:
         raise ValueError(f"original records must have shape [N, d], got {x.shape}.")
     if y.shape[-2:] != x.shape or y.ndim not in (2, 3):
         raise ValueError(f"release must have shape [N, d] or [R, N, d] matching the original {x.shape}, got {y.shape}.")
+    if 0 in y.shape:  # found in review: empty inputs gave NaN with warnings, or a correlation error of 0.0
+        raise ValueError(f"the measures need at least one record, column and repetition, got shape {y.shape}.")
     # found in review: a NaN in the release was counted in the first marginal cell and gave a finite correlation
     # error, a NaN in the original a LinAlgError
     for name, v in (("release", y), ("original records", x)):
         if not np.all(np.isfinite(v)):
             raise ValueError(f"the {name} hold NaN or inf values: the utility measures need finite records.")
     return (y[None] if y.ndim == 2 else y), x
+
+
+def _flag(name, value):
+    if not isinstance(value, (bool, np.bool_)):  # found in review: "no" was taken as True
+        raise TypeError(f"{name} must be True or False, got {value!r}.")
 
 
 def _domain(lo, hi, d):
@@ -78,24 +88,32 @@ def sse_columns(y, x) -> np.ndarray:
 
 def relative_sse(y, x, lo, hi, *, per_column: bool = False):
     """SSE divided by the SSE of releasing the domain midpoint ``(lo + hi)/2`` for every record: a float,
-    or ``[d]`` with `per_column`."""
+    or ``[d]`` with `per_column` (where every original value is the midpoint: 1 if the release is exact, else inf)."""
+    _flag("per_column", per_column)
     y, x = _pair(y, x)
     lo, hi = _domain(lo, hi, x.shape[1])
     mid = np.sum((x - 0.5 * (lo + hi)) ** 2, axis=0)
     cols = sse_columns(y, x)
-    if per_column:
-        return cols / np.where(mid > 0, mid, np.nan)
-    return float(np.sum(cols) / np.sum(mid))
+    return _over_midpoint(cols, mid) if per_column else float(_over_midpoint(np.sum(cols), np.sum(mid)))
+
+
+def _over_midpoint(err, mid):
+    """err / mid, and where every original value is the midpoint (mid = 0): 1 for an exact release, inf otherwise
+    (`CuratorDiagnostics.relative_to_midpoint`'s convention; found in review: inf or NaN with a warning)."""
+    err, mid = np.asarray(err, np.float64), np.asarray(mid, np.float64)
+    return np.where(mid > 0, err / np.where(mid > 0, mid, 1.0), np.where(err > 0, np.inf, 1.0))
 
 
 def _cells(v, lo, hi, bins):
-    return np.clip(np.floor((v - lo) / (hi - lo) * bins).astype(np.int64), 0, bins - 1)
+    with np.errstate(over="ignore", invalid="ignore"):  # clipped before the cast (found in review: 1e300 cast to
+        return np.clip(np.floor((v - lo) / (hi - lo) * bins), 0, bins - 1).astype(np.int64)  # INT_MIN: cell 0)
 
 
 def marginal_tv(y, x, lo, hi, *, bins: int = 10, pairs: bool = True) -> tuple[float, float]:
     """``(mean TV of the d 1-way marginals, mean TV of the d(d−1)/2 2-way marginals)`` on a grid of `bins`
     equal cells per column over ``[lo, hi]`` (values outside are counted in the edge cells). The 2-way
     mean is NaN when d = 1 or `pairs` is False."""
+    _flag("pairs", pairs)
     y, x = _pair(y, x)
     d = x.shape[1]
     lo, hi = _domain(lo, hi, d)
@@ -123,7 +141,7 @@ def marginal_tv(y, x, lo, hi, *, bins: int = 10, pairs: bool = True) -> tuple[fl
 def _corr(z):
     zc = z - z.mean(axis=0)
     sd = np.sqrt(np.sum(zc**2, axis=0))
-    ok = sd > 0
+    ok = np.ptp(z, axis=0) > 0  # a constant column (found in review: rounding of its mean made two correlate −1)
     c = (zc.T @ zc) / np.where(np.outer(ok, ok), np.outer(sd, sd), 1.0)
     return np.where(np.outer(ok, ok), c, 0.0)
 
@@ -144,8 +162,12 @@ def moment_errors(y, x) -> tuple[np.ndarray, np.ndarray]:
     (mean over repetitions; NaN where the original moment is 0)."""
     y, x = _pair(y, x)
     mx, sx = x.mean(axis=0), x.std(axis=0)
-    em = np.mean(np.abs(y.mean(axis=1) - mx), axis=0) / np.where(mx != 0, np.abs(mx), np.nan)
-    es = np.mean(np.abs(y.std(axis=1) - sx), axis=0) / np.where(sx != 0, sx, np.nan)
+    # a moment that is 0 up to the rounding of its computation counts as 0 (found in review: a constant column's
+    # std of 1e-17 gave relative errors of 4e14)
+    zero_m = np.abs(mx) <= 16 * np.finfo(np.float64).eps * np.mean(np.abs(x), axis=0)
+    zero_s = np.ptp(x, axis=0) == 0
+    em = np.mean(np.abs(y.mean(axis=1) - mx), axis=0) / np.where(zero_m, np.nan, np.abs(mx))
+    es = np.mean(np.abs(y.std(axis=1) - sx), axis=0) / np.where(zero_s, np.nan, sx)
     return em, es
 
 
@@ -160,6 +182,9 @@ def regression_r2(y, x, *, target: int = -1) -> float:
         # found in review: target = 1.5 ended in an IndexError and target = 7 (of d = 3) wrapped to column 1
         raise ValueError(f"target must be a column index in [-{d}, {d - 1}], got {target!r}.")
     t = target % d
+    if x.shape[0] < 2 or np.ptp(x[:, t]) == 0:  # found in review: −inf, or −288 for a release equal to the data
+        raise ValueError("regression_r2 needs at least two records and a target column that is not constant (R² "
+                         "divides by its variance).")
     feats = [j for j in range(d) if j != t]
 
     def design(z):
@@ -187,5 +212,13 @@ def summary(y, x, lo, hi, *, bins: int = 10, target: int = -1) -> dict:
         "correlation_error": correlation_error(y, x),
         "mean_error": float(np.nanmean(em)),
         "std_error": float(np.nanmean(es)),
-        "regression_r2": regression_r2(y, x, target=target),
+        # NaN where R² is not defined (d = 1, a constant target, one record; found in review: d = 1 raised)
+        "regression_r2": _r2_or_nan(y, x, target),
     }
+
+
+def _r2_or_nan(y, x, target):
+    x = np.asarray(x, np.float64)
+    if x.shape[1] < 2 or x.shape[0] < 2 or np.ptp(x[:, target % x.shape[1]]) == 0:
+        return float("nan")
+    return regression_r2(y, x, target=target)

@@ -79,3 +79,36 @@ def test_measures_refuse_what_they_would_misread():
     with pytest.raises(ValueError, match="bins must be at most 1,000"):
         metrics.marginal_tv(y, x, 0.0, 1.0, bins=10**7)
     assert metrics.regression_r2(y, x, target=-3) == metrics.regression_r2(y, x, target=0)
+
+
+def test_edges_give_defined_values_or_clear_errors():
+    """Found in review: a value far outside the grid (1e300) was cast to INT_MIN and counted in the first cell;
+    two constant columns correlated −1 through the rounding of their means, and a constant column's std error was
+    4e14; empty inputs gave NaN with warnings (a correlation error of 0.0); R² of a constant target was −288 for an
+    exact release; summary raised on d = 1; complex records lost their imaginary part; "no" was taken as True."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 1, (50, 3))
+    top = np.tile(0.95, (50, 3))
+    assert metrics.marginal_tv(np.full((50, 3), 1e300), top, 0.0, 1.0) == (0.0, 0.0)  # both in the top cell
+    const = np.column_stack([np.full(50, 0.1), np.full(50, 0.7), x[:, 2]])
+    assert metrics.correlation_error(const, const) == 0.0
+    np.testing.assert_array_equal(np.isnan(metrics.moment_errors(const + 0.01, const)[1]), [True, True, False])
+    for bad in (np.zeros((0, 3)), np.zeros((50, 0))):
+        with pytest.raises(ValueError, match="at least one"):
+            metrics.correlation_error(bad, bad)
+    with pytest.raises(ValueError, match="at least one"):
+        metrics.sse(np.zeros((0, 50, 3)), x)
+    with pytest.raises(ValueError, match="not constant"):
+        metrics.regression_r2(const, const, target=0)
+    with pytest.raises(ValueError, match="two records"):
+        metrics.regression_r2(x[:1], x[:1])
+    one = metrics.summary(x[:, :1], x[:, :1], 0.0, 1.0)
+    assert np.isnan(one["regression_r2"]) and np.isnan(one["tv_2way"])
+    mid = np.full((4, 2), 0.5)
+    assert metrics.relative_sse(mid, mid, 0.0, 1.0) == 1.0 and metrics.relative_sse(mid + 0.1, mid, 0.0, 1.0) == np.inf
+    with pytest.raises(TypeError, match="complex"):
+        metrics.sse(x + 0j, x)
+    with pytest.raises(TypeError, match="True or False"):
+        metrics.marginal_tv(x, x, 0.0, 1.0, pairs="no")
+    with pytest.raises(TypeError, match="True or False"):
+        metrics.relative_sse(x, x, 0.0, 1.0, per_column="no")
