@@ -20,7 +20,10 @@ def loss(bucket) -> int:
 
 def mse(bucket) -> float:
     """MSE (Definition 3.9): Loss / (|T| − 1)."""
-    n = np.asarray(bucket).size
+    b = np.asarray(bucket)
+    if b.ndim != 1 or b.size == 0 or not np.issubdtype(b.dtype, np.integer) or b.min() < 0:
+        raise ValueError("bucket must be a non-empty 1-D array of non-negative integer bucket ids.")  # ([] was a
+    n = b.size  # dtype-cast TypeError, found in review)
     return loss(bucket) / max(n - 1, 1)
 
 
@@ -34,7 +37,19 @@ def relative_error(qi, sa, bucket, *, queries: int = 1000, selectivity: float = 
     qi = np.asarray(qi)
     sa = np.asarray(sa)
     bucket = np.asarray(bucket)
-    rng = np.random.default_rng(seed)
+    # found in review: mismatched lengths, 1-D qi, queries ≤ 0 or 2.5, selectivity 0, 2 or NaN ended in NumPy's
+    # errors or a silent NaN
+    if qi.ndim != 2 or sa.ndim != 1 or bucket.ndim != 1 or not qi.shape[0] == sa.size == bucket.size or sa.size == 0 \
+            or qi.shape[1] == 0:
+        raise ValueError(f"qi [N, d], sa [N] and bucket [N] must describe the same N ≥ 1 records (d ≥ 1), got shapes "
+                         f"{qi.shape}, {sa.shape}, {bucket.shape}.")
+    if not np.issubdtype(bucket.dtype, np.integer) or bucket.min() < 0:
+        raise ValueError("bucket must hold non-negative integer bucket ids.")
+    queries = _validate.size("queries", queries, hi=10**7, why="each query scans the table.")
+    if isinstance(selectivity, (bool, np.bool_)) or not isinstance(selectivity, (int, float, np.integer, np.floating)) \
+            or not 0 < selectivity <= 1:
+        raise ValueError(f"selectivity must be a number in (0, 1], got {selectivity!r}.")
+    rng = np.random.default_rng(_validate.seed("seed", seed))
     n, d = qi.shape
     sizes = np.bincount(bucket).astype(np.float64)
     errs = []
@@ -57,6 +72,11 @@ def relative_error(qi, sa, bucket, *, queries: int = 1000, selectivity: float = 
         est = np.sum(np.bincount(bucket[mask_qi], minlength=sizes.size) * np.bincount(bucket[mask_sa], minlength=sizes.size)
                      / np.maximum(sizes, 1))
         errs.append(abs(act - est) / act)
+    if len(errs) < queries:  # found in review: 8 of 20 queries were averaged without a word
+        import warnings
+
+        warnings.warn(f"only {len(errs)} of {queries} random queries matched any record (after {tries} draws); the "
+                      "error is their mean. Raise selectivity.", RuntimeWarning, stacklevel=2)
     return float(np.mean(errs)) if errs else float("nan")
 
 

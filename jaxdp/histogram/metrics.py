@@ -21,8 +21,9 @@ def kl_divergence(hist, released, *, smoothing: float = 1.0) -> np.ndarray:
     p = check_histogram(hist, integer=False)
     if p.sum() <= 0:
         raise ValueError("the true histogram has no records; KL divergence is undefined.")
-    if not smoothing > 0:
-        raise ValueError(f"smoothing must be > 0, got {smoothing}.")
+    if isinstance(smoothing, (bool, np.bool_)) or not isinstance(smoothing, (int, float, np.integer, np.floating)) \
+            or not (np.isfinite(smoothing) and smoothing > 0):  # found in review: inf gave NaN with a warning
+        raise ValueError(f"smoothing must be a finite number > 0 (pseudo-counts per bin), got {smoothing!r}.")
     p = p / p.sum()
     q = np.maximum(_released(released, p.size), 0.0) + smoothing
     q = q / q.sum(axis=-1, keepdims=True)
@@ -33,9 +34,13 @@ def kl_divergence(hist, released, *, smoothing: float = 1.0) -> np.ndarray:
 def _released(released, n: int) -> np.ndarray:
     """A release ``[..., n]`` of the histogram's n bins as float64 (found in review: other lengths broadcast into
     NumPy's own error)."""
+    if np.iscomplexobj(released):  # found in review: the imaginary part was dropped with a warning
+        raise TypeError("released must be real counts, not complex.")
     q = np.asarray(released, np.float64)
     if q.ndim < 1 or q.shape[-1] != n:
         raise ValueError(f"released must have shape [..., n] with the histogram's n = {n} bins, got {q.shape}.")
+    if not np.all(np.isfinite(q)):  # found in review: a NaN release gave a silent NaN, an inf one NaN with warnings
+        raise ValueError("released holds NaN or inf: the error measures need finite counts.")
     return q
 
 
@@ -50,7 +55,8 @@ def range_query_mse(hist, released, *, sizes=None) -> tuple[np.ndarray, np.ndarr
     if sizes is None:
         sizes = 2 ** np.arange(1, int(np.floor(np.log2(n))) + 1) if n >= 2 else np.asarray([1])
     raw = np.asarray(sizes)
-    if raw.dtype == bool or not np.issubdtype(raw.dtype, np.number) or np.any(raw != np.round(raw)):
+    if raw.dtype == bool or not np.issubdtype(raw.dtype, np.number) or not np.all(np.isfinite(raw)) \
+            or np.any(raw != np.round(raw)) or np.any(np.abs(raw) > n):  # (before the cast: inf warned in it)
         raise ValueError(f"range sizes must be integers, got {sizes!r}.")  # (found in review: 1.5 was read as 1)
     sizes = raw.astype(np.int64).reshape(-1)
     if sizes.size == 0 or sizes.min() < 1 or sizes.max() > n:

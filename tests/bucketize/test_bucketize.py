@@ -475,3 +475,22 @@ def test_simulate_inference_checks_trials_and_epsilon(key):
         B.simulate_inference(key, 10.0, 5.0, epsilon=1.0, trials=-3)
     with pytest.raises(ValueError, match="outside what"):
         B.simulate_inference(key, 10.0, 5.0, epsilon=1e-39)
+
+
+def test_query_error_and_mse_check_their_input():
+    # found in review: queries 0 / 2.5, selectivity 0 / 2 / NaN, mismatched lengths, 1-D qi and d = 0 ended in
+    # NumPy's errors or a silent NaN; mse([]) a dtype TypeError; fewer queries than asked were averaged silently
+    qi, sa = B.synthetic_table(7, n=200, m=14)
+    bucket = np.arange(200) % 20
+    for kw, err in ((dict(queries=0), ValueError), (dict(queries=2.5), TypeError), (dict(selectivity=0), ValueError),
+                    (dict(selectivity=2), ValueError), (dict(selectivity=np.nan), ValueError)):
+        with pytest.raises(err):
+            B.relative_error(qi, sa, bucket, **kw)
+    for args in ((qi[:10], sa, bucket), (qi[:, 0], sa, bucket), (qi[:, :0], sa, bucket)):
+        with pytest.raises(ValueError, match="same N"):
+            B.relative_error(*args)
+    with pytest.raises(ValueError, match="bucket"):
+        B.mse([])
+    distinct = np.arange(200).reshape(100, 2)  # every value once: most random queries match no record
+    with pytest.warns(RuntimeWarning, match="of 20 random queries"):
+        B.relative_error(distinct, np.arange(100), np.zeros(100, np.int64), queries=20, selectivity=1e-6)

@@ -627,3 +627,20 @@ def test_bin_values_clips_far_values_into_the_end_bins():
     np.testing.assert_array_equal(H.bin_values([3e18, -3e18, 0.5], bins=4, lo=0.0, hi=1.0), [1, 0, 1, 1])
     with pytest.raises(ValueError, match="finite width"):
         H.bin_values([1.0], bins=4, lo=-1e308, hi=1e308)
+
+
+def test_error_measures_refuse_non_finite_or_complex_releases():
+    # found in review: a NaN release gave a silent NaN KL, an inf one NaN with warnings; smoothing = inf gave NaN;
+    # sizes = [inf] warned in the cast before the error; complex releases lost their imaginary part
+    h = np.arange(8.0)
+    for bad in (np.full(8, np.nan), np.r_[np.inf, np.zeros(7)]):
+        for call in (lambda q: H.kl_divergence(h, q), lambda q: H.range_query_mse(h, q), lambda q: H.l2_error(h, q)):
+            with pytest.raises(ValueError, match="NaN or inf"):
+                call(bad)
+    with pytest.raises(TypeError, match="complex"):
+        H.l2_error(h, h + 0j)
+    with pytest.raises(ValueError, match="smoothing"):
+        H.kl_divergence(h, h, smoothing=np.inf)
+    for sizes in ([np.inf], [1e30]):
+        with pytest.raises(ValueError, match="range sizes"):
+            H.range_query_mse(h, h, sizes=sizes)
