@@ -14,7 +14,7 @@ import dataclasses
 
 import numpy as np
 
-__all__ = ["CuratorDiagnostics", "curator_diagnostics", "released_inputs", "NOT_PRIVATE_NOTE"]
+__all__ = ["CuratorDiagnostics", "curator_diagnostics", "released_inputs", "release_sse", "NOT_PRIVATE_NOTE"]
 
 NOT_PRIVATE_NOTE = (
     "curator-only diagnostics computed from the raw data: NOT differentially private, do not publish them"
@@ -30,7 +30,8 @@ class CuratorDiagnostics:
     Attributes:
       clipped: input values of the released rows outside ``[lo, hi]`` or not finite (clamped
         before coding).
-      sse: sum of squared errors of the released records against their input rows.
+      sse: sum of squared errors of the released records against their input rows (a non-finite input value
+        taken as the mechanism codes it: NaN as the midpoint, ±inf as the bound).
       sse_midpoint: the same for releasing the domain midpoint (spending nothing).
     """
 
@@ -89,6 +90,19 @@ def released_inputs(result, records) -> np.ndarray:
     return np.take_along_axis(x, index[..., None], axis=1)
 
 
+def _as_coded(x, lo, hi):
+    """Non-finite input values as the mechanism codes them: NaN → the midpoint, ±inf → the bound."""
+    return np.where(np.isnan(x), 0.5 * (lo + hi), np.where(np.isposinf(x), hi, np.where(np.isneginf(x), lo, x)))
+
+
+def release_sse(result, records) -> np.ndarray:
+    """Σ (released − input)² per release (``[]``, or ``[R]``/``[S]``), non-finite inputs taken as coded (NaN the
+    midpoint, ±inf the bound): what `Result.sse` returns. **Reads the raw data: not private.**"""
+    x = released_inputs(result, records)
+    x = _as_coded(x, np.asarray(result.lo, np.float64), np.asarray(result.hi, np.float64))
+    return np.sum((np.asarray(result.records, np.float64) - x) ** 2, axis=(-2, -1))
+
+
 def curator_diagnostics(result, records) -> CuratorDiagnostics:
     """Compare a `jaxdp.Result` with the raw input it was made from. **Not differentially private.**
 
@@ -104,8 +118,12 @@ def curator_diagnostics(result, records) -> CuratorDiagnostics:
     lo, hi = np.asarray(result.lo, np.float64), np.asarray(result.hi, np.float64)
     bad = ~np.isfinite(x) | (x < lo) | (x > hi)
     released = np.asarray(result.records, np.float64)
+    # a non-finite input value is compared as the mechanism coded it (NaN → the midpoint, ±inf → the bound): found in
+    # review, one NaN or inf made its column's SSEs NaN or inf (and overflowed), wiping out the column's diagnostics
+    center = 0.5 * (lo + hi)
+    x = _as_coded(x, lo, hi)
     err = np.sum((released - x) ** 2, axis=-2)
-    mid = np.sum((0.5 * (lo + hi) - np.nan_to_num(x, nan=0.5 * (lo + hi))) ** 2, axis=-2)
+    mid = np.sum((center - x) ** 2, axis=-2)
     clipped = np.sum(bad, axis=-2)
     if released.ndim == 3:
         mid = np.broadcast_to(mid, err.shape)

@@ -106,10 +106,9 @@ class Result:
 
         Curator-only diagnostic, NOT private: it reads the raw records (for benchmarks and tuning; never publish
         it with the release; `jaxdp.diagnostics` holds the others)."""
-        from jaxdp.diagnostics import released_inputs
+        from jaxdp.diagnostics import release_sse
 
-        x = released_inputs(self, records)  # [N_out, d], [R, N_out, d] or [S, N_out, d] (records [S, N, d])
-        return np.sum((np.asarray(self.records, np.float64) - x) ** 2, axis=(-2, -1))
+        return release_sse(self, records)  # records [N, d], or every stream [S, N, d] for anonymize_streams
 
 
 # ----------------------------------------------------------------------------------------------

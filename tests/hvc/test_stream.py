@@ -897,3 +897,21 @@ def test_stream_forgets_raw_rows_that_will_never_be_released(key):
     assert sa.superseded == 499 and len(sa.pending) == 1 == len(sa.planner.buffer)
     out = sa.flush()
     assert out.index.tolist() == [2003] and float(out.records[0, 0]) >= 0.0
+
+
+def test_diagnostics_take_non_finite_inputs_as_the_mechanism_codes_them():
+    """Found in review: one NaN or inf input value made its column's SSEs NaN or inf (with an overflow warning), so
+    the column's diagnostics were lost. They are now compared as coded: NaN as the midpoint, ±inf as the bound."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 10, (40, 2))
+    x[0, 0], x[1, 1], x[2, 1] = np.nan, np.inf, -np.inf
+    cfg = jaxdp.HVCConfig(5, 2, target_length=40)
+    res = jaxdp.midpoint(x, cfg, bounds=(np.zeros(2), np.full(2, 10.0)))  # every record the midpoint (5, 5)
+    diag = curator_diagnostics(res, x)
+    coded = x.copy()
+    coded[0, 0], coded[1, 1], coded[2, 1] = 5.0, 10.0, 0.0
+    expected = ((5.0 - coded[res.index]) ** 2).sum(0)
+    np.testing.assert_allclose(diag.sse, expected)
+    np.testing.assert_allclose(diag.sse_midpoint, expected)
+    np.testing.assert_array_equal(diag.relative_to_midpoint, [1.0, 1.0])
+    assert int(diag.clipped_total) == 3 and float(res.sse(x)) == pytest.approx(expected.sum())
