@@ -28,7 +28,11 @@ def _plan(records, config, epsilon, ids, bounds):
     index = np.concatenate([np.asarray(f[0], np.int64) for f in frames])
     frame = np.concatenate([np.full(len(f[0]), i) for i, f in enumerate(frames)])
     eps_frames = _frame_epsilon(config, epsilon, [len(f[0]) for f in frames], limit)
-    return records, lo, hi, private, planner, index, frame, eps_frames
+    # records that arrived after each one before its frame was released, as `anonymize` reports (found in review:
+    # the baselines reported 0 for every record, though they release frame by frame)
+    release_row = np.fromiter((f[1] for f in frames), np.int64, len(frames))
+    delay = release_row[frame] - index if index.size else np.zeros(0, np.int64)
+    return records, lo, hi, private, planner, index, frame, eps_frames, delay
 
 
 def pln(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bounds, ids=None) -> Result:
@@ -48,7 +52,7 @@ def pln(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bounds, i
     """
     _validate.key(key, max_ndim=1)
     epsilon = float(_validate.positive_scalar("epsilon", epsilon))
-    records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, epsilon, ids, bounds)
+    records, lo, hi, private, planner, index, frame, eps_frames, delay = _plan(records, config, epsilon, ids, bounds)
     x = records[index].astype(np.float64)
     x = np.clip(np.where(np.isnan(x), 0.5 * (lo + hi), x), lo, hi)
     sens = float(np.sum(hi - lo))  # a record's L1 sensitivity ΣΛ (Corollary 1)
@@ -66,7 +70,7 @@ def pln(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bounds, i
         out = _noisy_rows(key, xj, eps, jnp.asarray(sens, dtype), kernel)
         out = (np.asarray(out, np.float64) + lo).reshape(shape).astype(_output_dtype(lo, hi, dtype))
     return Result(
-        records=out, index=index, delay=np.zeros_like(index), footrule=np.zeros_like(index), capped=planner.capped,
+        records=out, index=index, delay=delay, footrule=np.zeros_like(index), capped=planner.capped,
         superseded=planner.superseded, dropped=planner.dropped, epsilon_spent=eps_frames, frame=frame,
         info=None, private=private, lo=lo, hi=hi,
     )  # fmt: skip
@@ -91,7 +95,9 @@ def _group_release(key, x, group, eps_group, sizes, sens, config, lo, hi):
     sums = np.zeros((sizes.shape[0], x.shape[1]))
     np.add.at(sums, group, x - lo)
     means = sums / sizes[:, None]
-    with mechanisms.precision(noise):
+    # the exact sampler in float64: a float32 mean rounds by up to half its ulp before the snap to the grid γ, beyond
+    # the allowance in groups of more than 2¹⁶ records (found in review for the stream's frame means)
+    with mechanisms.precision("float64" if noise == "grid" else noise):
         dtype = jnp.zeros(()).dtype
         eps = jnp.asarray(eps_group[:, None], dtype)
         sens_g = jnp.asarray((sens / sizes)[:, None], dtype)
@@ -129,14 +135,14 @@ def frame_mean(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bo
     """
     _validate.key(key, max_ndim=1)
     epsilon = float(_validate.positive_scalar("epsilon", epsilon))
-    records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, epsilon, ids, bounds)
+    records, lo, hi, private, planner, index, frame, eps_frames, delay = _plan(records, config, epsilon, ids, bounds)
     x = _clamped(records, index, lo, hi)
     sizes = np.bincount(frame, minlength=eps_frames.shape[0]).astype(np.float64)
     noisy = _group_release(key, x, frame, eps_frames, sizes, float(np.sum(hi - lo)), config, lo, hi)  # [(R,) F, d]
     w = (sizes * eps_frames) ** 2  # 1 / variance of each frame's noisy mean (up to a constant)
     running = np.cumsum(noisy * w[:, None], axis=-2) / np.cumsum(w)[:, None]
     out = np.clip(running, lo, hi)[..., frame, :]
-    return _result(out, index, frame, planner, eps_frames, private, lo, hi)
+    return _result(out, index, frame, planner, eps_frames, private, lo, hi, delay)
 
 
 def microaggregate(
@@ -151,7 +157,7 @@ def microaggregate(
     _validate.key(key, max_ndim=1)
     epsilon = float(_validate.positive_scalar("epsilon", epsilon))
     group = _validate.size("group", group)
-    records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, epsilon, ids, bounds)
+    records, lo, hi, private, planner, index, frame, eps_frames, delay = _plan(records, config, epsilon, ids, bounds)
     x = _clamped(records, index, lo, hi)
     starts = np.r_[0, np.flatnonzero(np.diff(frame)) + 1]  # first released row of every frame
     pos = np.arange(index.shape[0]) - np.repeat(starts, np.diff(np.r_[starts, index.shape[0]]))
@@ -161,13 +167,13 @@ def microaggregate(
     eps_group = eps_frames[np.asarray([frame[np.argmax(grp == g)] for g in range(sizes.shape[0])])]
     noisy = _group_release(key, x, grp, eps_group, sizes, float(np.sum(hi - lo)), config, lo, hi)
     out = np.clip(noisy, lo, hi)[..., grp, :]
-    return _result(out, index, frame, planner, eps_frames, private, lo, hi)
+    return _result(out, index, frame, planner, eps_frames, private, lo, hi, delay)
 
 
-def _result(out, index, frame, planner, eps_frames, private, lo, hi):
+def _result(out, index, frame, planner, eps_frames, private, lo, hi, delay):
     dtype = _output_dtype(lo, hi, jnp.zeros(()).dtype)  # as `anonymize`: float64 where float32 cannot resolve the domain
     return Result(
-        records=_cast_within(out, lo, hi, dtype), index=index, delay=np.zeros_like(index), footrule=np.zeros_like(index),
+        records=_cast_within(out, lo, hi, dtype), index=index, delay=delay, footrule=np.zeros_like(index),
         capped=planner.capped, superseded=planner.superseded, dropped=planner.dropped, epsilon_spent=eps_frames,
         frame=frame, info=None, private=private, lo=lo, hi=hi,
     )  # fmt: skip
@@ -175,10 +181,10 @@ def _result(out, index, frame, planner, eps_frames, private, lo, hi):
 
 def midpoint(records, config: HVCConfig, *, bounds, ids=None) -> Result:
     """Release the domain midpoint for every record: no data used, no budget spent (ε = 0)."""
-    records, lo, hi, private, planner, index, frame, eps_frames = _plan(records, config, 1.0, ids, bounds)  # ε unused
+    records, lo, hi, private, planner, index, frame, eps_frames, delay = _plan(records, config, 1.0, ids, bounds)  # ε unused
     out = np.broadcast_to(0.5 * (lo + hi), (index.shape[0], lo.shape[0])).copy()
     return Result(
-        records=out, index=index, delay=np.zeros_like(index), footrule=np.zeros_like(index), capped=planner.capped,
+        records=out, index=index, delay=delay, footrule=np.zeros_like(index), capped=planner.capped,
         superseded=planner.superseded, dropped=planner.dropped, epsilon_spent=np.zeros_like(eps_frames),
         frame=frame, info=None, private=private, lo=lo, hi=hi,
     )  # fmt: skip

@@ -110,6 +110,10 @@ class HVCConfig:
                     "give either target_length (the paper's accounting: ε·r/l per frame of r records) or "
                     "records_per_subject (ε/k per frame), not both."
                 )
+        for name in ("split", "kinds", "modes"):  # found in review: None or a number said "object is not iterable"
+            value = getattr(self, name)
+            if not isinstance(value, str) and not hasattr(value, "__iter__"):
+                raise TypeError(f"{name} must be a tuple (see HVCConfig's docstring), got {value!r}.")
         if isinstance(self.split, (str, bytes)) or not all(
                 isinstance(s, (int, float, np.integer, np.floating)) and not isinstance(s, (bool, np.bool_))
                 for s in self.split):  # found in review: split="abc" said "could not convert string to float"
@@ -119,14 +123,16 @@ class HVCConfig:
             raise ValueError(f"split must be three non-negative fractions (ε_QL, ε_QE, ε_E), got {self.split!r}.")
         if abs(sum(split) - 1.0) > 1e-9 or split[0] <= 0 or split[1] <= 0:
             raise ValueError(f"split must sum to 1 with ε_QL, ε_QE > 0; got {self.split!r}.")
-        object.__setattr__(self, "split", split)
+        total = sum(split)  # normalized (found in review: a sum of 1 + 9e-10 was accepted and spent as given)
+        object.__setattr__(self, "split", tuple(s / total for s in split))
         object.__setattr__(self, "kinds", _validate.kinds(self.kinds))
         _validate.option("order", self.order, orders.ORDERS)
         for name in ("prune", "clip_output"):  # found in review: prune="no" was accepted (a non-empty string is true)
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}.")
-        if isinstance(self.theta, (bool, np.bool_)) or self.theta not in (0.5, 1.0):  # True == 1.0 in Python
-            raise ValueError(f"theta must be 0.5 or 1.0, got {self.theta!r}.")
+        if isinstance(self.theta, (bool, np.bool_)) or np.ndim(self.theta) != 0 or self.theta not in (0.5, 1.0):
+            raise ValueError(f"theta must be 0.5 or 1.0, got {self.theta!r}.")  # (True == 1.0 in Python)
+        object.__setattr__(self, "theta", float(self.theta))  # found in review: np.array(0.5) was kept, unhashable
         _validate.option("accounting", self.accounting, _validate.ACCOUNTINGS)
         _validate.option("reorder", self.reorder, _REORDERS)
         _validate.option("reorder_strategy", self.reorder_strategy, _STRATEGIES)
