@@ -23,6 +23,7 @@ from jaxdp.hvc.baselines import frame_mean, microaggregate, midpoint, pln
 from jaxdp.hvc.config import HVCConfig
 from jaxdp.hvc.stream import (
     BudgetExhaustedWarning,
+    GridFrameWarning,
     Result,
     StreamAnonymizer,
     anonymize,
@@ -30,6 +31,6 @@ from jaxdp.hvc.stream import (
 )
 
 __all__ = [
-    "BudgetExhaustedWarning", "HVCConfig", "Result", "StreamAnonymizer", "anonymize", "anonymize_streams", "frame_mean",
+    "BudgetExhaustedWarning", "GridFrameWarning", "HVCConfig", "Result", "StreamAnonymizer", "anonymize", "anonymize_streams", "frame_mean",
     "microaggregate", "midpoint", "pln",
 ]  # fmt: skip

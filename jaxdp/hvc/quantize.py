@@ -322,6 +322,7 @@ def _quantize_block_drawn(
         # (the public and private parts of ω_θ rounded apart: `mechanisms.integer_scores`).
         idx = mechanisms.exponential_exact_core(draws.select, private.reshape(-1), eps_select, sens,
                                                 public=public.reshape(-1))
+        idx = idx.astype(jax.dtypes.canonicalize_dtype(jnp.int64))  # int32: the default int under x64 is int64
         s, t = idx // (nd + 1), idx % (nd + 1)
         eps_k = tab.cbrt_gs[s] ** 2 * eps_laplace / (tab.prefix[s, t] * tab.rho[s, t])
         gamma = gamma_all[s]

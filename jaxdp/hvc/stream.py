@@ -26,6 +26,7 @@ import dataclasses
 import datetime
 import functools
 import unicodedata
+import warnings
 from collections import OrderedDict
 from fractions import Fraction
 
@@ -40,6 +41,11 @@ from jaxdp.hvc.config import VARIANCE_SHARE, HVCConfig
 from jaxdp.privacy import release_is_private
 
 __all__ = ["Result", "anonymize", "anonymize_streams", "StreamAnonymizer", "BudgetExhaustedWarning"]
+
+
+class GridFrameWarning(UserWarning):
+    """With ``noise="grid"``, frames the exact sampler cannot take at their budget (public sizes and budgets) were
+    released from the running estimate of earlier frames, without a query of their own."""
 
 
 class BudgetExhaustedWarning(UserWarning):
@@ -516,6 +522,7 @@ class _FrameMeans:
         self.share = config.frame_mean_share
         self.noise = config.noise
         self.n = config.block_size
+        self.frame_blocks = config.frame_blocks
         self.width = np.asarray(width, np.float64)
         self.sens = np.asarray([np.sum(self.width), np.sum(self.width**2)])
         self.eps_ql = config.budget_split[0] * (1.0 - self.share)  # blocks' Laplace share of ε_f, when live
@@ -533,6 +540,47 @@ class _FrameMeans:
         self.sums = None  # running weighted sums: means [(R,) d], variances [(R,) d]
         self.weights = None  # their total weights [(R,)]
         self.frames = 0
+
+    def grid_frames(self, sizes, eps_frames, possible):
+        """With ``noise="grid"``: ``(asked, possible)`` per frame — the means query is asked where the exact sampler
+        takes its budgets and values (ratio b/γ in [1, 2²⁹), means and variances within the grid's range), the
+        variance query where, in addition, the blocks could be live. Public values only. Found in review: a frame
+        outside the range raised in the middle of a stream after the planner had let go of its rows (lost)."""
+        from jaxdp import mechanisms
+
+        d = self.width.shape[0]
+        sens_v = self.sens[1] / sizes
+        ok_v = mechanisms.grid_ratio_ok(epsilon=_VARIANCE_SHARE * eps_frames, sensitivity=sens_v, coordinates=d)
+        ok_v &= np.max(self.width) ** 2 / 4 <= np.asarray([mechanisms.grid_value_limit(sensitivity=s, coordinates=d)
+                                                           for s in sens_v])  # fmt: skip
+        possible = possible & ok_v
+
+        def means_ok(eps_means):
+            ok = np.all(mechanisms.grid_ratio_ok(epsilon=eps_means[:, None] * self.alloc[None, :],
+                                                 sensitivity=self.width[None, :] / sizes[:, None]), axis=1)
+            return ok & np.all([[w <= mechanisms.grid_value_limit(sensitivity=w / r) for w in self.width]
+                                for r in sizes], axis=1)  # fmt: skip
+
+        # the means' budget: s·ε_f − ε_v where the blocks may go live (public rule), else all of ε_f; a frame
+        # whose blocks could go live but whose means could then not be sampled gives its blocks up
+        possible = possible & means_ok(self.share * eps_frames - _VARIANCE_SHARE * eps_frames)
+        asked = possible | means_ok(eps_frames)
+        return asked, possible
+
+    def check_full_frame(self, eps_full: float, size: int | None = None) -> None:
+        """With ``noise="grid"``, refuse before the stream starts a configuration whose full frames (m records at
+        ε_f = `eps_full`) the exact sampler cannot take: the refusal names the limit (smaller, partial frames that
+        cannot be sampled are released without a query of their own, with a warning)."""
+        from jaxdp import mechanisms
+
+        if mechanisms.kernel_noise(mechanisms.check_noise(self.noise)) != "grid" or self.share == 0.0:
+            return
+        m = float(self.n * self.frame_blocks if size is None else size)
+        asked, _ = self.grid_frames(np.asarray([m]), np.asarray([eps_full]), np.asarray([True]))
+        if not asked[0]:  # the checks that failed, raising with their messages
+            mechanisms.check_grid_ratio(epsilon=eps_full * self.alloc, sensitivity=self.width / m)
+            for w in self.width:
+                mechanisms.check_grid_values(float(w), sensitivity=w / m, what="frame means")
 
     def estimates(self, key, moments: np.ndarray, sizes: np.ndarray, eps_frames: np.ndarray):
         """For the next F frames, from the raw ``moments [2, F, d]`` (column means, column variances):
@@ -558,14 +606,14 @@ class _FrameMeans:
         # in review: 1.06·ε for the means of a frame of 10⁶ records). The exact release runs in float64.
         wide = jax.enable_x64(True) if kernel == "grid" else contextlib.nullcontext()
 
-        def release(q, values, eps, alloc, sens, coordinates):  # values [F, d], eps [(R,) F] → [(R,) F, d] float64
+        def release(q, values, eps, alloc, sens, coordinates, rows_of=sizes):  # values [F, d], eps [(R,) F]
             eps = np.broadcast_to(eps, (*reps, f))[..., None] * alloc  # [(R,) F, d]: column j gets a share
             rows = ((0, fp - f), (0, 0))
             with wide:
                 dt = jnp.float64 if kernel == "grid" else dtype
                 out = _noisy_rows(key, jnp.asarray(np.pad(values, rows), dt),
                                   jnp.asarray(np.pad(eps, ((0, 0),) * len(reps) + rows, constant_values=1.0), dt),
-                                  jnp.asarray(np.pad(sens[None, :] / sizes[:, None], rows, constant_values=1.0), dt),
+                                  jnp.asarray(np.pad(sens[None, :] / rows_of[:, None], rows, constant_values=1.0), dt),
                                   idx, np.uint32(_BASE_STREAMS[q]), np.int32(coordinates), kernel)
                 return np.asarray(out, np.float64)[..., :f, :]  # fmt: skip
 
@@ -583,23 +631,16 @@ class _FrameMeans:
         # (the largest variance of values in [0, Λ]); elsewhere (small ε_f) the whole frame goes to the means.
         with np.errstate(over="ignore"):  # a tiny ε_f or a huge domain: inf compares as it should
             possible = self.lap1 / (self.eps_ql * eps_frames) ** 2 <= _LIVE_FRACTION * np.sum(self.width**2) / (4 * d)
+        asked = np.ones(f, bool)  # frames whose means are queried
+        if kernel == "grid":  # public budgets and sizes: what the exact sampler can take, frame by frame
+            asked, possible = self.grid_frames(sizes, eps_frames, possible)
+            if not asked.all():  # (a full frame that cannot be sampled is refused before the stream starts)
+                warnings.warn(GridFrameWarning(
+                    f"{int(np.sum(~asked))} frame(s) too small for the exact sampler at their budget (the ratio b/γ "
+                    "out of its range) were released as the running estimate of earlier frames, without a query "
+                    "of their own (their budget is unspent, still reported as spent)."), stacklevel=4)  # fmt: skip
         eps_v = np.where(possible, _VARIANCE_SHARE, 0.0) * eps_frames
         w_v = np.broadcast_to((sizes * eps_v) ** 2, (*reps, f))
-        if kernel == "grid":  # public budgets: refuse before any draw (the grid sampler would release NaN)
-            # the means' smallest budget: s·ε_f − ε_v where the blocks may go live (public rule), else ε_f
-            eps_low = np.where(possible, self.share * eps_frames - eps_v, eps_frames)
-            mechanisms.check_grid_ratio(epsilon=eps_low[:, None] * self.alloc[None, :],
-                                        sensitivity=self.width[None, :] / sizes[:, None])
-            if np.any(possible):
-                mechanisms.check_grid_ratio(epsilon=eps_v[possible], sensitivity=self.sens[1] / sizes[possible],
-                                            coordinates=d)
-            # and values the grid holds (public bounds: means in [0, Λ_j], variances ≤ Λ_j²/4; the largest
-            # frame has the finest grid), else the sampler would clamp them (frames of ≳ 2²¹ records)
-            for w in self.width:
-                mechanisms.check_grid_values(float(w), sensitivity=w / sizes.max(), what="frame means")
-            if np.any(possible):
-                mechanisms.check_grid_values(float(np.max(self.width) ** 2 / 4), coordinates=d,
-                                             sensitivity=self.sens[1] / sizes[possible].max(), what="frame variances")
         masked = np.where(possible[:, None], moments[1], 0.0)  # frames not asked: nothing of the data enters
         # the variances: one joint query (L1 sensitivity ΣΛ²/r over the d columns, all of which may move)
         noisy_v = release(1, masked, np.where(possible, eps_v, 1.0), np.ones(d), np.full(d, self.sens[1]), d)
@@ -608,8 +649,11 @@ class _FrameMeans:
         with np.errstate(over="ignore"):
             live = possible & (self.lap1 / (self.eps_ql * eps_frames) ** 2 <= _LIVE_FRACTION * energy / d)
         eps_mu = np.where(live, self.share, 1.0) * eps_frames - eps_v
-        # the means: column j its own query (sensitivity Λ_j/r, budget ε_μ·alloc_j)
-        mu_sum, mu_tot = running(0, release(0, moments[0], eps_mu, self.alloc, self.width, 1), (sizes * eps_mu) ** 2)
+        # the means: column j its own query (sensitivity Λ_j/r, budget ε_μ·alloc_j); a frame not asked gets a dummy
+        # row (value 0, budget 1, one record: in the sampler's range) and weight 0
+        mu_sum, mu_tot = running(0, release(0, np.where(asked[:, None], moments[0], 0.0), np.where(asked, eps_mu, 1.0),
+                                            self.alloc, self.width, 1, np.where(asked, sizes, 1.0)),
+                                 np.where(asked, (sizes * eps_mu) ** 2, 0.0))  # fmt: skip
         self.sums = (mu_sum[..., -1, :], v_sum[..., -1, :])
         self.weights = (mu_tot[..., -1], v_tot[..., -1])
         self.frames += f
@@ -852,6 +896,9 @@ def _anonymize_planned(key, records, config, epsilon, ids, lo, hi, private, limi
     blocks, rows, eps, block_frame = fr.blocks(lambda r: data64[np.asarray(r, np.int64)], frames)
     state = codec.init(config, records.shape[1], dtype)
     layer = _FrameMeans(config, hi - lo)
+    if frames:  # the largest frame must be one the exact sampler takes (smaller ones are released without a query)
+        largest = max(len(f[0]) for f in frames)
+        layer.check_full_frame(float(_frame_epsilon(config, epsilon, [largest], limit)[0]), largest)
     pub = _block_inputs(config, epsilon, layer, key, blocks, rows, eps, block_frame, frames, limit, dtype)
     _, released, info = _run_padded(config, prm, state, blocks, key, 0, pub, dtype, pad=False)
     return _assemble(config, epsilon, released, rows, info, frames, block_frame, lo, hi, dtype, limit, planner, private)
@@ -996,6 +1043,10 @@ class StreamAnonymizer:
             self.state = codec.init(config, self.d, self.dtype)
         self.out_dtype = _output_dtype(self.lo, self.hi, self.dtype)
         self.frame_means = _FrameMeans(config, self.hi - self.lo)
+        # a full frame must be one the exact sampler takes: refused here, before any record (smaller frames, e.g. the
+        # last, that it cannot take are released without a query of their own)
+        self.frame_means.check_full_frame(float(_frame_epsilon(config, self.epsilon, [config.frame_size],
+                                                               config.target_length)[0]))
         self.planner = Planner(config.frame_size, config.target_length, config.records_per_subject)
         self.frames_fr = _Frames(config, self.epsilon, self.lo, self.hi, config.target_length, self.dtype)
         self.pending: dict[int, np.ndarray] = {}  # input row -> record, for buffered rows only

@@ -49,6 +49,7 @@ from jaxdp.mechanisms.laplace import (
 from jaxdp.mechanisms.noise import (
     NOISES,
     check_grid_ratio,
+    grid_ratio_ok,
     check_noise,
     grid_value_limit,
     check_grid_values,
@@ -56,4 +57,4 @@ from jaxdp.mechanisms.noise import (
     precision,
 )
 
-__all__ = ['NOISES', 'add_laplace', 'add_standard_laplace', 'check_grid_ratio', 'check_grid_values', 'check_noise', 'exact', 'exponential', 'exponential_drawn', 'exponential_exact', 'exponential_mechanism', 'exponential_probabilities', 'exponential_segments', 'exponential_uniforms', 'grid_laplace', 'grid_spacing', 'grid_value_limit', 'kernel_noise', 'l2_norm_noise', 'laplace', 'laplace_mechanism', 'laplace_noise', 'laplace_scale', 'precision', 'standard_gumbel', 'standard_gumbel_from_uniform', 'standard_laplace']
+__all__ = ['NOISES', 'add_laplace', 'add_standard_laplace', 'check_grid_ratio', 'check_grid_values', 'check_noise', 'exact', 'exponential', 'exponential_drawn', 'exponential_exact', 'exponential_mechanism', 'exponential_probabilities', 'exponential_segments', 'exponential_uniforms', 'grid_laplace', 'grid_ratio_ok', 'grid_spacing', 'grid_value_limit', 'kernel_noise', 'l2_norm_noise', 'laplace', 'laplace_mechanism', 'laplace_noise', 'laplace_scale', 'precision', 'standard_gumbel', 'standard_gumbel_from_uniform', 'standard_laplace']

@@ -44,14 +44,24 @@ def kernel_noise(noise: str) -> str:
     return "grid" if noise == "grid" else "float"
 
 
-def check_grid_ratio(*, epsilon, sensitivity, coordinates=1) -> None:
-    """Eagerly refuse a ``noise="grid"`` Laplace release whose noise-to-grid ratio cannot be sampled exactly
-    (`coordinates`: as in `laplace_mechanism`, the most coordinates one neighbour can change)."""
+def _ratio(epsilon, sensitivity, coordinates):
     eps = np.asarray(epsilon, np.float64)
     sens = np.asarray(sensitivity, np.float64)
     m = np.maximum(np.asarray(coordinates, np.float64), 1.0)  # broadcasts with the sensitivities
     gamma = _gamma(sens, m)
-    ratio = (sens + m * gamma) / (eps * gamma)
+    return eps, (sens + m * gamma) / (eps * gamma)
+
+
+def grid_ratio_ok(*, epsilon, sensitivity, coordinates=1) -> np.ndarray:
+    """Elementwise: whether `check_grid_ratio` accepts these budgets and sensitivities (a public predicate)."""
+    _, ratio = _ratio(epsilon, sensitivity, coordinates)
+    return (ratio * _KERNEL_SLACK < exact.MAX_SCALE) & (ratio >= 1.0)
+
+
+def check_grid_ratio(*, epsilon, sensitivity, coordinates=1) -> None:
+    """Eagerly refuse a ``noise="grid"`` Laplace release whose noise-to-grid ratio cannot be sampled exactly
+    (`coordinates`: as in `laplace_mechanism`, the most coordinates one neighbour can change)."""
+    eps, ratio = _ratio(epsilon, sensitivity, coordinates)
     # the kernel computes this ratio in float32 with `laplace_scale`'s 16-ulp margin: refuse with room for both
     # (found in review: a ratio just under 2**29 here reached 2**29 in the kernel and released NaN)
     if np.any(ratio * _KERNEL_SLACK >= exact.MAX_SCALE):
