@@ -401,7 +401,7 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
     from jaxdp import keys
     from jaxdp.diagnostics import NOT_PRIVATE_NOTE
     from jaxdp.hvc import codec, cpu_loop
-    from jaxdp.hvc.stream import BudgetExhaustedWarning
+    from jaxdp.hvc.stream import BudgetExhaustedWarning, GridFrameWarning
     from jaxdp.privacy import release_is_private
 
     n = args.block
@@ -449,6 +449,7 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
                          delimiter=args.delimiter) as writer, warnings.catch_warnings():  # fmt: skip
             writer.float_types = reader.float_types  # float columns keep their type (or the release's, if wider)
             warnings.simplefilter("ignore", BudgetExhaustedWarning)  # said below, in plain words
+            warnings.simplefilter("ignore", GridFrameWarning)  # likewise (found in review: a warning's traceback)
             for x, ids, row0 in _prefetch(reader.batches()):
                 if strict:
                     _strict_check(reader, x, row0, lo, hi, columns)
@@ -505,6 +506,7 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
         else float(eps_f.sum()),
         "epsilon_per_frame_max": float(eps_f.max()) if eps_f.size else 0.0,
         "frames": int(eps_f.size),
+        "frames_without_query": int(sa.frames_without_query),  # grid: budgets the exact sampler cannot take (public)
         "bounds": how,
         # a domain from --bounds data is 1.5 × each column's maximum, i.e. the data (found in review): the report
         # keeps it only under a curator-only name
@@ -547,6 +549,10 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
         print(f"jaxdp anonymize: WARNING: the budget is spent after {target} records (--target-length): {sa.dropped} "
               "later records were dropped and are not in the output. Release them separately with a new budget, "
               "or raise --target-length.", file=sys.stderr)  # fmt: skip
+    if sa.frames_without_query:  # public: frame sizes and budgets
+        print(f"jaxdp anonymize: NOTE: {sa.frames_without_query} frame(s) (e.g. a short last one) had a budget the exact "
+              "sampler (--noise grid) cannot take and were released as the running estimate of earlier frames, "
+              "without a query of their own. Raise --epsilon to give them one.", file=sys.stderr)  # fmt: skip
     print(f"  release carries: {carries}", file=out)
     if carries_words:
         print(f"jaxdp anonymize: NOTE: {carries_words}", file=sys.stderr)

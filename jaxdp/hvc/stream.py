@@ -537,6 +537,7 @@ class _FrameMeans:
             bounds = np.stack([np.zeros_like(self.width), self.width])
             tab = quantize.tables(self.n, bounds, kinds=config.kinds, order=config.order, accounting=config.accounting)
             self.lap1 = float(np.min(tab.laplace_mse[:, 1]))  # Laplace error of t = 1 at ε_QL = 1 (public)
+        self.unasked = 0  # frames released without a query of their own (grid: budgets the sampler cannot take)
         self.sums = None  # running weighted sums: means [(R,) d], variances [(R,) d]
         self.weights = None  # their total weights [(R,)]
         self.frames = 0
@@ -635,6 +636,7 @@ class _FrameMeans:
         if kernel == "grid":  # public budgets and sizes: what the exact sampler can take, frame by frame
             asked, possible = self.grid_frames(sizes, eps_frames, possible)
             if not asked.all():  # (a full frame that cannot be sampled is refused before the stream starts)
+                self.unasked += int(np.sum(~asked))
                 warnings.warn(GridFrameWarning(
                     f"{int(np.sum(~asked))} frame(s) too small for the exact sampler at their budget (the ratio b/γ "
                     "out of its range) were released as the running estimate of earlier frames, without a query "
@@ -1121,6 +1123,12 @@ class StreamAnonymizer:
     def capped(self) -> int:
         """Rows dropped because their subject already had `records_per_subject` released records."""
         return self.planner.capped
+
+    @property
+    def frames_without_query(self) -> int:
+        """Frames released as the running estimate of earlier frames, without a query of their own (``noise="grid"``:
+        a frame, e.g. a short last one, whose budget the exact sampler cannot take; public: sizes and budgets)."""
+        return self.frame_means.unasked
 
     @property
     def private(self) -> bool:

@@ -445,7 +445,7 @@ CASES = [
      ["--ids-column", "id", "--target-length", "2"], "record 2 after the header, column 'b'"),
     # found in review: the anonymizer's own refusals ended in a traceback (exit 1)
     ("epsilon beyond float32", None, ["--epsilon", "1e308"], "epsilon"),
-    ("grid budget", None, ["--noise", "grid", "--epsilon", "1e-5"], "grid"),
+    ("grid budget", None, ["--noise", "grid", "--epsilon", "1e-7"], "grid"),  # full frames: refused before the run
 ]
 
 
@@ -801,3 +801,15 @@ def test_output_suffix_modes_and_advice_say_what_to_do(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "unit of privacy: a record among l = 300" in captured.out
     assert "declare --records-per-subject" in captured.err
+
+
+def test_grid_frames_the_sampler_cannot_take_are_reported_not_a_traceback(tmp_path, capsys):
+    """Found in review (and by CI after the stream's fix): at --noise grid --epsilon 1e-4 the bundled run's short last
+    frame (24 records) has a budget the exact sampler cannot take. The run completes, that frame is released as the
+    running estimate of earlier frames, and the summary says so in plain words (and the report counts it)."""
+    rep = tmp_path / "r.json"
+    assert cli.main(["anonymize", "-o", str(tmp_path / "o.csv"), "--noise", "grid", "--epsilon", "1e-4", "--quiet",
+                     "--report", str(rep)]) == 0  # fmt: skip
+    err = capsys.readouterr().err
+    assert "NOTE: 1 frame(s) (e.g. a short last one)" in err and "Traceback" not in err and "Warning" not in err
+    assert json.loads(rep.read_text())["frames_without_query"] == 1
