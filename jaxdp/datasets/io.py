@@ -94,7 +94,7 @@ def detect_format(path: str, fmt: str | None = None, *, output: bool = False) ->
             fmt = "arrow"
         else:
             suffix = os.path.splitext(name)[1]
-            if output and path != "-" and suffix and suffix not in _CSV_SUFFIXES:
+            if output and path != "-" and suffix[1:].isalpha() and suffix not in _CSV_SUFFIXES:  # ("eps0.5" is CSV)
                 raise InputError(f"{path}: jaxdp writes CSV ({', '.join(_CSV_SUFFIXES)}, optionally .gz/.bz2/.xz/.zst), "
                                  f"Parquet (.parquet) or Arrow (.arrow, .feather), not {suffix!r}: rename the output, "
                                  "or pass --output-format.")

@@ -267,10 +267,17 @@ def _check_ids(ids, n: int):
         ids = ids.to_pylist()
     elif hasattr(ids, "to_numpy") and not hasattr(ids, "shape"):
         ids = ids.to_numpy()
-    if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__") or np.ndim(ids) == 0 and hasattr(ids, "shape"):
+    if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__") or hasattr(ids, "shape") and np.ndim(ids) == 0:
         raise TypeError(f"ids must give one subject id per record (a list or array), got {type(ids).__name__}.")
     if hasattr(ids, "shape"):  # datetime64/timedelta64 keep their type (tolist() turns [ns] values into plain ints)
         arr = np.asarray(ids)
+        if arr.ndim == 1 and arr.size == n and arr.dtype.kind in "iub":  # plain Python ints: already canonical keys
+            return arr.tolist()
+        if arr.ndim == 1 and arr.size == n and arr.dtype.kind in "mM" and not np.isnat(arr).any():
+            ns = arr.astype(arr.dtype.str[:3] + "[ns]")  # whole-array keys, as `_subject_key` gives one by one
+            if np.array_equal(ns.astype(arr.dtype), arr):  # (exact: no value beyond the ns range, none finer)
+                tag = "datetime" if arr.dtype.kind == "M" else "timedelta"
+                return [(tag, v) for v in ns.astype(np.int64).tolist()]
         ids = list(arr) if arr.dtype.kind in "mM" else arr.tolist()
     else:
         ids = list(ids)
@@ -1103,9 +1110,10 @@ class StreamAnonymizer:
         """Forget the raw rows that left the buffer, and keep own copies of the (< m) still held, so no pushed chunk
         stays referenced by views. Found in review: rows capped (their subject had k records) or superseded while no
         frame was emitted were never forgotten — 5,000 capped rows stayed in memory, against the O(δ·d) promise."""
-        buffered = set(self.planner.buffer.values())
-        for r in [r for r in self.pending if r not in buffered]:
-            del self.pending[r]
+        if len(self.pending) > len(self.planner.buffer):  # (a scan only when some raw row is no longer buffered)
+            buffered = set(self.planner.buffer.values())
+            for r in [r for r in self.pending if r not in buffered]:
+                del self.pending[r]
         for r, rec in self.pending.items():
             if rec.base is not None:
                 self.pending[r] = rec.copy()

@@ -16,7 +16,11 @@ def window_sums(eps1, eps2, w: int) -> np.ndarray:
     if isinstance(w, (bool, np.bool_)) or not isinstance(w, (int, np.integer)) or w < 1:
         raise ValueError(f"w must be an integer >= 1 (the window length), got {w!r}.")
     e1, e2 = _real("eps1", eps1), _real("eps2", eps2)
-    if e1.shape != e2.shape or e1.ndim < 1:
+    try:  # broadcast, as before (a scalar ε_2, or one ledger for a batch)
+        e1, e2 = np.broadcast_arrays(e1, e2)
+    except ValueError:
+        raise ValueError(f"eps1 and eps2 must be ledgers of one shape [..., T], got {e1.shape} and {e2.shape}.") from None
+    if e1.ndim < 1:
         raise ValueError(f"eps1 and eps2 must be ledgers of the same shape [..., T], got {e1.shape} and {e2.shape}.")
     total = e1 + e2
     # every window is the suffix of one block of w steps plus the prefix of the next, each summed within its block:

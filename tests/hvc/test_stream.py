@@ -975,3 +975,17 @@ def test_float64_stream_in_pieces_equals_the_batch_run(key):
     cuts = np.cumsum([1, 2, 3, 13, 11])
     outs = [sa.push(part) for part in np.split(x, cuts)] + [sa.flush()]
     np.testing.assert_array_equal(np.concatenate([o.records for o in outs]), batch.records)
+
+
+def test_id_forms_that_worked_before_still_work():
+    """Found in review of the canonical keys: tuple ids of different lengths were refused (NumPy turned the list into
+    an array first), and datetime64 ids were keyed one by one (10 s for 10⁶ ids): the whole array is keyed at once,
+    with the keys the element path gives."""
+    cfg = jaxdp.HVCConfig(2, 2, records_per_subject=1)
+    res = jaxdp.midpoint(np.zeros((3, 1)), cfg, ids=[(1, 2), (3,), (1, 2)], bounds=np.ones(1))
+    assert len(res.index) == 2
+    days = np.array(["2020-01-01", "2020-01-02", "1700-01-01"], "datetime64[D]")  # 1700: outside the ns range
+    for form in (days, days.astype("datetime64[ns]")[:2], np.array([5, 7], "timedelta64[s]")):
+        whole = jaxdp.midpoint(np.zeros((form.size, 1)), cfg, ids=form, bounds=np.ones(1))
+        single = jaxdp.midpoint(np.zeros((2 * form.size, 1)), cfg, ids=list(form) + list(form), bounds=np.ones(1))
+        assert len(whole.index) == form.size == len(single.index)

@@ -788,6 +788,7 @@ def test_output_suffix_modes_and_advice_say_what_to_do(tmp_path, capsys):
     assert cli.main(["anonymize", str(src), "-o", str(tmp_path / "out.xlsx"), "--output-format", "csv", *BOUNDS,
                      "--quiet"]) == 0  # fmt: skip
     assert cli.main(["anonymize", str(src), "-o", str(tmp_path / "plain"), *BOUNDS, "--quiet"]) == 0  # no suffix: CSV
+    assert cli.main(["anonymize", str(src), "-o", str(tmp_path / "release_eps0.5"), *BOUNDS, "--quiet"]) == 0  # CSV
     capsys.readouterr()
     assert cli.main(["anonymize", str(src), "-o", str(tmp_path / "o.csv"), *BOUNDS, "--modes", "foo", "--quiet"]) == 2
     assert "--modes: unknown mode(s) ['foo']" in capsys.readouterr().err

@@ -382,6 +382,8 @@ def test_laplace_cores_refuse_what_laplace_mechanism_refuses(key):
             mechanisms.add_laplace(key, jnp.zeros(3), epsilon=eps, sensitivity=sens)
         with pytest.raises(ValueError, match="outside what"):
             mechanisms.laplace_noise(key, (3,), epsilon=eps, sensitivity=sens)
+    half = mechanisms.laplace_noise(key, (3,), epsilon=1.0, sensitivity=1.0, dtype=np.float16)  # float16 still works
+    assert half.dtype == np.float16 and np.isfinite(np.asarray(half, np.float32)).all()
     for dim in (10, 0, 2.5):
         with pytest.raises(ValueError, match="dim must be"):
             mechanisms.l2_norm_noise(key, (3,), dim=dim, epsilon=1.0)
