@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -73,8 +75,6 @@ def relative_error(qi, sa, bucket, *, queries: int = 1000, selectivity: float = 
                      / np.maximum(sizes, 1))
         errs.append(abs(act - est) / act)
     if len(errs) < queries:  # found in review: 8 of 20 queries were averaged without a word
-        import warnings
-
         warnings.warn(f"only {len(errs)} of {queries} random queries matched any record (after {tries} draws); the "
                       "error is their mean. Raise selectivity.", RuntimeWarning, stacklevel=2)
     return float(np.mean(errs)) if errs else float("nan")

@@ -104,12 +104,12 @@ def publish(key: jax.Array, qi, sa, bucketing: Bucketing, *, fake: int = 0, doma
     # NumPy's generator, seeded from the key's bits (all of its entropy): the per-bucket draws are host work
     words = np.asarray(jax.random.bits(key, (4,), jnp.uint32)).tolist()
     rng = np.random.default_rng(np.random.SeedSequence(words))
-    # each SA value's records dealt to its places in the buckets at random (every bucket keeps its SA multiset)
-    order = np.argsort(np.searchsorted(real, sa), kind="stable")  # the records grouped by value, in input order
-    groups = np.split(order, np.cumsum(np.unique(sa, return_counts=True)[1])[:-1])
-    bid = bid.copy()
-    for members in groups:
-        bid[members] = bid[members][rng.permutation(members.size)]
+    # each SA value's records dealt to its places in the buckets at random (every bucket keeps its SA multiset): the
+    # records grouped by value in input order take the bucket ids of the same groups in a random order
+    value = np.searchsorted(real, sa)
+    dealt = np.empty_like(bid)
+    dealt[np.lexsort((rng.random(sa.size), value))] = bid[np.argsort(value, kind="stable")]
+    bid = dealt
     row = rng.permutation(sa.size)  # QIT's rows in a random order
     domain = real if domain is None else np.unique(domain)
     st_b, st_v, st_f = [], [], []
