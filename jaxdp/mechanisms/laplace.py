@@ -299,6 +299,10 @@ def laplace_mechanism(key: jax.Array, x, *, epsilon, sensitivity, noise: str = "
     found the earlier (Δ + γ)/ε calibration spent up to 5.6ε on vectors whose coordinates all move (the
     compressive mechanism, k = 2,000). Float noise: `add_laplace`. `epsilon` and `sensitivity` broadcast
     against x.
+
+    Assumed, not checked (x is usually traced): x is the query's value to within far less than γ, i.e. its dtype
+    resolves |x|/γ. Float32 does only below 2²⁴; callers whose |x|/γ can exceed that pass float64 (histograms,
+    w-event, HVC's frame means — found in review: a float32 mean rounded before the snap spent 1.06·ε).
     """
     _validate.mechanism_core(key, epsilon=epsilon, sensitivity=sensitivity)
     noise = check_noise(noise)  # found in review: a misspelt "gird" silently gave float noise
