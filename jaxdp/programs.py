@@ -45,6 +45,8 @@ import time
 
 import jax
 
+from jaxdp._folders import private_folder
+
 __all__ = ["Program", "program", "public_table", "cache_dir", "set_cache_dir", "cache_info", "trim", "MAX_BYTES"]
 
 MAX_BYTES = 512 * 2**20
@@ -86,18 +88,6 @@ def cache_dir() -> str | None:
         return None if value.strip().lower() in _OFF else os.path.expanduser(value)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "jaxdp", "programs")
-
-
-def _private_folder(path: str) -> bool:
-    """Create `path` (mode 0700) if needed; True iff it is a folder of this user that no one else can write."""
-    try:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-        st = os.stat(path)
-    except OSError:
-        return False
-    if hasattr(os, "getuid") and st.st_uid != os.getuid():
-        return False
-    return not (st.st_mode & 0o022)
 
 
 @functools.lru_cache(maxsize=None)
@@ -277,7 +267,7 @@ def _load_or_compile(lowered, name: bytes, folder: str):
     digest = hashlib.sha256(_environment() + b"\x00" + name + b"\x00" + lowered.as_text().encode()).hexdigest()
     sub = os.path.join(folder, digest[:2])
     path = os.path.join(sub, digest + ".xla")
-    usable = _private_folder(folder) and _private_folder(sub)
+    usable = private_folder(folder) and private_folder(sub)
     payload = _read_checked(path) if usable else None
     if payload is not None:
         try:
@@ -317,7 +307,7 @@ def public_table(name: str, compute, *, size: int):
 
     folder = cache_dir()
     tables = None if folder is None else os.path.join(folder, "tables")
-    if tables is None or not (_private_folder(folder) and _private_folder(tables)):
+    if tables is None or not (private_folder(folder) and private_folder(tables)):
         return compute()
     path = os.path.join(tables, f"{name}-jaxdp{__version__}.f64")
     body = _read_checked(path)

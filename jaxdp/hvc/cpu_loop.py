@@ -98,9 +98,12 @@ def enable_compilation_cache(path: str | None = None) -> str | None:
 
     Process-wide (it is JAX's setting), so the library never calls it on import; the CLI does for its own
     process (``--no-compilation-cache`` to skip). A cache directory the user has already configured is kept
-    and returned. The default is ``$XDG_CACHE_HOME/jaxdp/xla`` (``~/.cache/jaxdp/xla``); only programs that
-    (all of them) are stored. The cache holds compiled programs, never data: jaxdp passes records,
-    counts and keys to its programs as arguments. Returns the directory, or None if it cannot be created.
+    and returned. The default is ``$XDG_CACHE_HOME/jaxdp/xla`` (``~/.cache/jaxdp/xla``); every program the
+    process compiles is stored. The cache holds compiled programs, never data: jaxdp passes records, counts,
+    bounds and keys to its programs as arguments (a CLI test searches the cache for the input's values). The
+    folder is created private to the user (mode 0700); one that another user owns or may write to is not used
+    (a program loaded from it runs like the package's own code). Returns the directory, or None if it cannot
+    be created or is not private.
 
     Measured on the 2-core VM: the CLI's main job on the bundled Census (`jaxdp anonymize -o out.csv`) 5.0–5.2 s
     → 2.6–2.8 s wall from the second run on; P-HP's first call at 4,096 bins 2.7 s → 0.7 s.
@@ -113,9 +116,9 @@ def enable_compilation_cache(path: str | None = None) -> str | None:
     if path is None:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         path = os.path.join(base, "jaxdp", "xla")
-    try:
-        os.makedirs(path, exist_ok=True)
-    except OSError:
+    from jaxdp._folders import private_folder
+
+    if not private_folder(path):
         return None
     jax.config.update("jax_compilation_cache_dir", path)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)

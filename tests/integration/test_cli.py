@@ -814,3 +814,58 @@ def test_grid_frames_the_sampler_cannot_take_are_reported_not_a_traceback(tmp_pa
     err = capsys.readouterr().err
     assert "NOTE: 1 frame(s) (e.g. a short last one)" in err and "Traceback" not in err and "Warning" not in err
     assert json.loads(rep.read_text())["frames_without_query"] == 1
+
+
+def _inflate(blob: bytes) -> bytes:
+    """A JAX compilation-cache entry's payload (JAX compresses with zstandard when it is installed, else zlib)."""
+    import zlib
+
+    try:
+        return zlib.decompress(blob)
+    except zlib.error:
+        import zstandard
+
+        return zstandard.ZstdDecompressor().decompressobj().decompress(blob)
+
+
+@pytest.mark.slow
+def test_the_clis_compilation_cache_holds_programs_never_data(tmp_path):
+    """The CLI turns on JAX's persistent compilation cache (on disk, kept across runs). Run it in a fresh process
+    with its own cache folder: no input value, bound or column mean reaches a cache entry, and the folder is the
+    user's alone. The search can fail: a program that closes over the same data puts it in the cache. A cache
+    folder others may write to is refused (a program loaded from it would run as the package's code)."""
+    rng = np.random.default_rng(7)
+    x = rng.uniform(1000, 2000, (300, 3))
+    x[:, 0] = 1234.5678
+    src = tmp_path / "in.csv"
+    np.savetxt(src, x, delimiter=",", header="a,b,c", comments="", fmt="%.17g")
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, "-m", "jaxdp", "anonymize", str(src), "-o", str(tmp_path / "o.csv"),
+                           "--bounds", "0:4321.5,0:4321.5,0:4321.5", "--quiet"],
+                          env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    folder = tmp_path / "cache" / "jaxdp" / "xla"
+    assert folder.stat().st_mode & 0o777 == 0o700
+
+    def needles(values):
+        return {np.asarray(v, t).tobytes() for v in np.concatenate([np.ravel(a) for a in values]) for t in (np.float32, np.float64)}
+
+    def found():
+        blob = b"".join(_inflate(f.read_bytes()) for f in folder.iterdir() if f.is_file())
+        assert blob  # programs were stored
+        return sum(n in blob for n in needles([x, x.mean(0), 4321.5]))
+
+    assert found() == 0
+    mutant = ("import jax, jax.numpy as jnp, numpy as np\n"
+              "from jaxdp.hvc import cpu_loop\n"
+              f"assert cpu_loop.enable_compilation_cache({str(folder)!r}) == {str(folder)!r}\n"
+              f"x = jnp.asarray(np.loadtxt({str(src)!r}, delimiter=',', skiprows=1))\n"
+              "jax.jit(lambda y: y * x)(jnp.ones(3)).block_until_ready()\n")  # fmt: skip
+    subprocess.run([sys.executable, "-c", mutant], env=env, check=True, timeout=600)
+    assert found() > 100  # the data of a program that closes over it is there, so the search above could fail
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    probe = f"from jaxdp.hvc import cpu_loop; print(cpu_loop.enable_compilation_cache({str(shared)!r}))"
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True, timeout=600)
+    assert out.stdout.strip() == "None" and not any(shared.iterdir())
