@@ -111,6 +111,8 @@ def demo(args: argparse.Namespace) -> int:
     print(f"bounds: {how}")
     print(f"budget: epsilon = {eps} per record (eps_laplace = eps_select = {eps / 2}); theta = {args.theta}")
     key = keys.fresh_key() if args.seed is None else keys.key_from_seed(args.seed)
+    print("key: fresh from OS entropy (secret)" if args.seed is None else
+          f"key: from --seed {args.seed} -- reproducible, NOT private (anyone with the seed can remove the noise)")
     rows = []
     for accounting in ("paper", "joint"):
         key, sub = jax.random.split(key)
@@ -135,7 +137,9 @@ def demo(args: argparse.Namespace) -> int:
     rows.append(("midpoint (no budget)", np.sum((mid - data) ** 2), 0.0, ""))
 
     base = rows[2][1]
-    print(f"\n{'method':28s} {'SSE':>12s} {'log2 SSE':>9s} {'vs PLN':>8s} {'time s':>8s}")
+    print("\nCURATOR-ONLY comparison (the SSE column compares each release with the raw records; nothing here is"
+          " for publication):")
+    print(f"{'method':28s} {'SSE':>12s} {'log2 SSE':>9s} {'vs PLN':>8s} {'time s':>8s}")
     for name, sse, secs, note in rows:
         print(f"{name:28s} {sse:12.4e} {np.log2(sse):9.2f} {sse / base:8.3f} {secs:8.3f}  {note}")
     return 0
@@ -353,8 +357,8 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
     by_ids = target is None and per_subject is None and args.ids_column is not None
     need_scan = bounds is None or by_ids or (target is None and per_subject is None and reader.rows is None)
     if need_scan and path == "-":
-        raise InputError("reading stdin needs --target-length (the number of records to protect) and public "
-                         "--bounds: stdin cannot be read twice.")  # fmt: skip
+        raise InputError("reading stdin needs public --bounds and either --target-length (the number of records to "
+                         "protect) or --records-per-subject: stdin cannot be read twice.")  # fmt: skip
     rows = reader.rows
     if need_scan:
         again = open_table(path, fmt=args.input_format, id_column=args.ids_column, delimiter=args.delimiter,
@@ -809,7 +813,10 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--noise", default=None, choices=["float", "float32", "float64", "grid"],
                    help="samplers: float (default, fast float32), float64, or grid (exact discrete Laplace and an "
                         "exact exponential mechanism: pure DP under finite arithmetic, slower)")
-    g.add_argument("--strict-bounds", action="store_true", help="refuse values outside the bounds instead of clipping")
+    g.add_argument("--strict-bounds", action="store_true",
+                   help="refuse the run if any value lies outside the bounds, instead of clipping it (a curator's check: "
+                        "whether a release happens then depends on the data, so epsilon-DP holds only for data whose "
+                        "values all lie inside the bounds)")  # fmt: skip
     g.add_argument("--diagnostics", action="store_true",
                    help="also compute curator-only diagnostics from the raw data (values clipped, SSE vs the "
                         "midpoint and PLN): NOT private, never publish them")

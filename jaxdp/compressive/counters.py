@@ -39,7 +39,8 @@ def tree_counter(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: floa
     that starts at ``Lap((L + 1)·Δ/ε)`` when the segment opens and receives every input inside it; the
     output at t is the sum of the closed registers that tile [1, t] (one per set bit of t). Each input
     enters L + 1 registers, so the outputs are ε-DP. Error at t: ``popcount(t)`` Laplace terms, i.e.
-    O(log^1.5 T / ε).
+    O(log^1.5 T / ε). Inputs are clamped to ±`value_cap` (2⁴⁰·Δ/horizon, public; a curator-only
+    `ValuesClampedWarning` counts them), so that float64 registers keep the noise and the sensitivity.
 
     **Not pan-private**: a register keeps its opening noise and is released unchanged when it closes,
     so the state (`TreeCounter.state`) read at one time and the outputs seen later reveal exact sums of
@@ -92,23 +93,31 @@ class ValuesClampedWarning(UserWarning):
     read from the raw inputs: a curator-only diagnostic, not part of the release."""
 
 
-def value_cap(horizon: int) -> float:
-    """The public cap B = 2⁵³/horizon on each input value of a tree counter: the registers sum at most `horizon`
-    inputs, so they stay within 2⁵³, where float64 holds every integer (beyond it neighbours round apart by more
-    than the sensitivity). Inputs are clamped to [−B, B]: 1-Lipschitz per value, so the L1 sensitivity is kept.
+def value_cap(horizon: int, *, l1_sensitivity: float = 1.0) -> float:
+    """The public cap B = 2⁴⁰·Δ/horizon on each input value of a tree counter (and of CMCO's stream), Δ the L1
+    sensitivity: the registers sum at most `horizon` inputs, so they stay within 2⁴⁰·Δ, where float64's spacing
+    is at most 2⁻¹²·Δ — the noise (scale ≥ Δ/ε per register) and a neighbour's move of Δ are kept, rounded by a
+    few 2⁻¹³·Δ at most (the limit `compressive` and the DFT histograms refuse totals beyond, ‖D‖₁/Δ ≤ 2⁴⁰).
+    Inputs are clamped to [−B, B]: 1-Lipschitz per value, so the L1 sensitivity is kept.
+
     Found in review: `TreeCounter.push` refused once the running Σ|x| passed 2⁵³, after earlier outputs were
-    released — a stop that told neighbouring streams apart (as w-event's refusals once did)."""
-    return 2.0**53 / horizon
+    released — a stop that told neighbouring streams apart (as w-event's refusals once did); then an absolute cap of
+    2⁵³/horizon let a register reach 2⁵², whose spacing of 1 rounded away noise of scale 0.02 (Δ = 0.01) and
+    released neighbours 0.495 and 0.505 (after 2⁵²) as 2⁵² and 2⁵² + 1, always: no ε holds. CMCO summed ±D[t]/√k
+    near 2⁵³ and moved neighbours by 1.7–2× its calibrated √k·Δ."""
+    _validate.positive_scalar("l1_sensitivity", l1_sensitivity)
+    return 2.0**40 * float(l1_sensitivity) / _validate.size("horizon", horizon)
 
 
-def _clamp_values(x: np.ndarray, horizon: int) -> np.ndarray:
-    cap = value_cap(horizon)
+def _clamp_values(x: np.ndarray, horizon: int, l1_sensitivity: float) -> np.ndarray:
+    cap = value_cap(horizon, l1_sensitivity=l1_sensitivity)
     over = np.abs(x) > cap
     if not over.any():
         return x
     warnings.warn(ValuesClampedWarning(
-        f"{int(over.sum())} input value(s) beyond ±{cap:,.0f} (2**53 / horizon, where the counter's float64 registers "
-        "stay exact) were clamped to it (curator-only: this count reads the raw inputs)."), stacklevel=3)  # fmt: skip
+        f"{int(over.sum())} input value(s) beyond ±{cap:,.6g} (2**40 x l1_sensitivity / horizon, where the counter's "
+        "float64 registers keep the noise and the sensitivity) were clamped to it (curator-only: this count reads the "
+        "raw inputs)."), stacklevel=3)  # fmt: skip
     return np.clip(x, -cap, cap)
 
 
@@ -123,7 +132,7 @@ def _tree_counter(key, stream, epsilon, l1_sensitivity, horizon, out):
         "of 2⁶² aborted the process inside XLA).")
     if horizon < x.shape[0]:
         raise ValueError(f"horizon {horizon} is shorter than the stream ({x.shape[0]}).")
-    x = _clamp_values(x, horizon)  # the registers' sums stay where float64 holds every integer (`value_cap`)
+    x = _clamp_values(x, horizon, l1_sensitivity)  # the registers stay where float64 keeps noise and Δ (`value_cap`)
     _check_tree_noise(epsilon, l1_sensitivity, horizon, out)
     # The registers are partial sums of the inputs, in float64 whatever the release dtype (in float32, sums past
     # 2²⁴ rounded neighbours 1 apart by 4–16, past the sensitivity): the caller casts the float64 release.
@@ -187,6 +196,7 @@ class TreeCounter:
         self._horizon = _validate.size("horizon", horizon, hi=MAX_HORIZON, why="one key per timestep is drawn up "
                                        "front (found in review: 10¹⁸ aborted the process inside XLA).")
         self._k = _validate.size("k", k)
+        self._sensitivity = float(l1_sensitivity)
         self._levels = _tree_levels(self._horizon)
         with mechanisms.precision(self._noise):
             self._out = np.dtype(_validate.float_dtype())  # the release dtype; the registers are float64
@@ -209,7 +219,7 @@ class TreeCounter:
         v = np.asarray(x, np.float64).reshape(-1)
         if v.size != self._k or not np.all(np.isfinite(v)):
             raise ValueError(f"push takes {self._k} finite value(s), got {np.asarray(x).shape}.")
-        v = _clamp_values(v, self._horizon)  # as `tree_counter` (a refusal here would depend on the data)
+        v = _clamp_values(v, self._horizon, self._sensitivity)  # as `tree_counter` (a refusal would depend on the data)
         with jax.enable_x64(True):  # float64 registers, as `tree_counter`
             self._carry, out = _tree_push(self._levels, self._scale, self._carry,
                                           (jnp.asarray(self._t + 1), jnp.asarray(v, np.float64), self._keys[self._t]))
@@ -237,7 +247,8 @@ def cmco(key: jax.Array, stream, *, epsilon: float, k: int, sparsity: int, times
     t-point basis (Haar needs t a power of two).
 
     Privacy: ε-DP for streams at L1 distance ≤ Δ (its outputs; the counters are not pan-private, see
-    `tree_counter`); the paper's per-counter calibration would spend k·ε (see the module notes).
+    `tree_counter`); the paper's per-counter calibration would spend k·ε (see the module notes). Each D[t] is
+    clamped to ±`value_cap` (2⁴⁰·Δ/T, public; 1-Lipschitz) with a curator-only `ValuesClampedWarning`.
 
     Args:
       key: typed PRNG key, or a key array ``[R]`` for R repetitions as one vmapped program. stream: D ``[T]``.
@@ -259,6 +270,9 @@ def cmco(key: jax.Array, stream, *, epsilon: float, k: int, sparsity: int, times
 def _cmco(key, stream, epsilon, k, sparsity, times, basis, l1_sensitivity, iterations, refit):
     v = _check_vector(stream, "stream")
     big_t = v.size
+    # the counters sum ±D[t]/√k: clamp each D[t] to the tree counter's public cap, so that they stay where float64
+    # keeps the noise and the sensitivity (found in review: D near 2⁵³ moved neighbours by 1.7–2× √k·Δ)
+    v = _clamp_values(v, big_t, l1_sensitivity)
     k = _validate.size("k", k)
     sparsity = _validate.size("sparsity", sparsity)
     _validate.size("iterations", iterations)  # (found in review: 0 was taken; CompressiveConfig refuses it)

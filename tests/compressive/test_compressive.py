@@ -627,7 +627,7 @@ def test_tree_counter_clamps_inputs_to_its_public_cap_instead_of_stopping_mid_st
     batch call alike, and both streams release every step."""
     horizon = 4
     cap = C.value_cap(horizon)
-    assert cap == 2.0**53 / horizon
+    assert cap == 2.0**40 / horizon
     outs = []
     for first in (cap - 3.0, cap + 5.0):  # neighbours across the cap (the second beyond it)
         tc = C.TreeCounter(key, epsilon=1.0, horizon=horizon, noise="float64")
@@ -640,4 +640,39 @@ def test_tree_counter_clamps_inputs_to_its_public_cap_instead_of_stopping_mid_st
             batch = np.asarray(C.tree_counter(key, [first, cap, cap, -3.0 * cap], epsilon=1.0, noise="float64"))
         np.testing.assert_array_equal(np.asarray(got), batch)
         outs.append(batch)
-    assert abs(outs[0][0] - outs[1][0]) <= 3.0 + 1.0  # the clamped neighbour is 3 apart (same noise; float64 ulp 0.5)
+    assert abs(outs[0][0] - outs[1][0]) <= 3.0 * (1 + 2**-10)  # the clamped neighbour is 3 apart (same noise)
+
+
+@pytest.mark.parametrize("delta", [0.01, 1.0])
+def test_tree_counter_registers_keep_the_noise_and_the_sensitivity_near_the_cap(key, delta):
+    """Found in review: with the cap 2⁵³/horizon a register reached 2⁵², whose float64 spacing of 1 rounded away
+    noise of scale 0.02 (Δ = 0.01): neighbours [2⁵², 0.495] and [2⁵², 0.505] came out 2⁵² and 2⁵² + 1 under every
+    key, so no ε held; with Δ = 1, fractional inputs moved the output by 2Δ. The cap is now 2⁴⁰·Δ/horizon: with the
+    same key, neighbours at the cap move the outputs by Δ (to 2⁻¹⁰ of it), and the noise is never rounded away."""
+    cap = C.value_cap(2, l1_sensitivity=delta)
+    assert cap == 2.0**40 * delta / 2
+    keys = jax.random.split(key, 50)
+    for big in (2.0**52, cap, 0.999 * cap):  # 2⁵² is clamped to the cap, with the curator-only warning
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", C.ValuesClampedWarning)
+            a = np.asarray(jax.vmap(lambda k: C.tree_counter(k, [big, 0.495 * delta], epsilon=1.0, l1_sensitivity=delta,
+                                                             noise="float64"))(keys))  # fmt: skip
+            b = np.asarray(jax.vmap(lambda k: C.tree_counter(k, [big, 1.495 * delta], epsilon=1.0, l1_sensitivity=delta,
+                                                             noise="float64"))(keys))  # fmt: skip
+        move = np.abs(b[:, 1] - a[:, 1])
+        assert np.all(np.abs(move - delta) <= delta * 2**-10), move  # the sensitivity, not 0 or 100·Δ
+        assert np.unique(a[:, 1]).size == keys.shape[0]  # the noise survives: a different output per key
+
+
+def test_cmco_clamps_its_stream_so_that_neighbours_move_by_the_sensitivity(key):
+    """Found in review: CMCO's counters summed ±D[t]/√k near 2⁵³, where float64 rounds by 1, and neighbours D and
+    D + 1 came out 2 apart under the same key (1.7–2× the calibrated √k·Δ, 100 keys alike). Each D[t] is now clamped
+    to `value_cap` (2⁴⁰·Δ/T) with a curator-only warning, and just below the cap the move is Δ."""
+    cap = C.value_cap(1)
+    with pytest.warns(C.ValuesClampedWarning):
+        far = [np.asarray(C.cmco(key, [d], epsilon=1.0, k=15, sparsity=1, times=[1], noise="float64")[0])
+               for d in (2.0**52, 2.0**52 + 1)]  # fmt: skip
+    np.testing.assert_array_equal(far[0], far[1])  # both clamped to the cap: one output
+    near = [np.asarray(C.cmco(key, [d], epsilon=1.0, k=15, sparsity=1, times=[1], noise="float64")[0])
+            for d in (cap - 2.0, cap - 1.0)]  # fmt: skip
+    assert abs(float(near[1][0] - near[0][0]) - 1.0) <= 2**-10, near

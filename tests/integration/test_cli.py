@@ -31,6 +31,8 @@ def test_demo_runs_on_bundled_data_and_reports_all_methods(capsys):
     for name in ("Algorithm 1 (paper)", "Algorithm 1 (joint)", "PLN", "midpoint", "public domain for the bundled Census"):
         assert name in out
     assert "1080 records" in out and "NOT private" not in out.split("budget:")[0]  # the default domain is public
+    # found in review: the demo printed raw-data SSEs and ran from a seed without saying what either means
+    assert "key: from --seed 3 -- reproducible, NOT private" in out and "CURATOR-ONLY comparison" in out
     assert cli.main(["demo", "--n", "16", "--epsilon", "2.0", "--seed", "3", "--bounds", "data"]) == 0
     assert "1.5 x data max (paper Sec. 5.4) -- NOT private" in capsys.readouterr().out  # the paper's rule, asked for
 
