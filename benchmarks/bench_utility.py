@@ -5,6 +5,8 @@ public values; every method gets the same bounds, frames, delay and per-frame bu
 
 * Census (bundled; 1080 × 13 unrelated people), the 27-setting grid of `bench_codec.py`:
   ε ∈ {1, 2, 3}, n ∈ {8, 16, 48}, δ ∈ {96, 216, 432} (frame m = n·⌊δ/n⌋); bounds [0, 1.5 × max].
+* census-public: the same records and grid over jaxdp's public Census domain (`datasets.census_bounds()`:
+  [0, 10⁶] and [0, 250,000] × 12, never read from the data) — what the CLI's main job uses, so a private release.
 * Seattle weather (`vega_datasets`, MIT; daily 2012-01-01 … 2015-12-31, 1461 × 4: precipitation,
   temp_max, temp_min, wind): a real time-ordered stream; bounds [min − ¼ range, max + ¼ range].
 * diabetes (scikit-learn, 442 × 10) and wine (scikit-learn, 178 × 13): other real tables; bounds as weather.
@@ -19,7 +21,9 @@ mean SSE / midpoint SSE (total and worst column), mean TV of 1- and 2-way margin
 column), correlation error, R² of a regression of the last column on the others (fit on the release,
 scored on the data).
 
-Usage: python benchmarks/bench_utility.py [--reps 100] [--quick]   (needs `pip install -e ".[bench]"`)
+Usage: python benchmarks/bench_utility.py [--reps 100] [--quick] [--data census,census-public,weather,...]
+(needs `pip install -e ".[bench]"`). A run over some of the data sets replaces their rows in the saved file and
+keeps the others'.
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ def load(name):
     if name == "census":
         x = np.asarray(datasets.load_census(), np.float64)
         return x, np.zeros(x.shape[1]), datasets.bounds_from_data(x)
+    if name == "census-public":
+        return np.asarray(datasets.load_census(), np.float64), *datasets.census_bounds()
     if name == "weather":
         from vega_datasets import data
 
@@ -91,7 +97,7 @@ def measure(res, x, lo, hi):
 
 
 def settings(name, quick):
-    if name == "census":
+    if name in ("census", "census-public"):
         grid = itertools.product((1.0, 3.0) if quick else (1.0, 2.0, 3.0), (8, 16, 48), (96, 216, 432))
         return [(e, n, d) for e, n, d in grid if not quick or n == 8]
     return list(itertools.product((1.0, 3.0, 10.0), (8,), (96, 216)))
@@ -174,6 +180,17 @@ def main():
         "seconds": time.time() - t0,
     }
     if not args.quick:
+        names = args.data.split(",")
+        if os.path.exists(OUT):  # keep the rows of the data sets this run did not measure
+            with open(OUT) as f:
+                saved = json.load(f)
+            if saved["meta"]["reps"] != args.reps:
+                raise SystemExit(f"{OUT} holds a run of {saved['meta']['reps']} repetitions; rerun every data set.")
+            rows = [r for r in saved["rows"] if r["data"] not in names] + rows
+            meta["seconds"] += saved["meta"]["seconds"]  # all runs that made the file, the replaced rows' included
+            meta["runs"] = saved["meta"].get("runs", [])
+        meta.setdefault("runs", []).append({"data": args.data, "seconds": round(time.time() - t0),
+                                            "date": time.strftime("%Y-%m-%d")})
         os.makedirs(os.path.dirname(OUT), exist_ok=True)
         with open(OUT, "w") as f:
             json.dump({"meta": meta, "rows": rows}, f, indent=1)
