@@ -80,12 +80,21 @@ def _arithmetic(noise):
         yield out
 
 
-def _prepare(key, hist, epsilon, noise="float", fourier=False):
+def _prepare(key, hist, epsilon, noise="float", rounded=False):
+    """`rounded`: the release computes values that round in proportion to Σh (DFT coordinates; P-HP's
+    segment errors, whose Lemma 2 bound Δerr ≤ 2 holds in exact arithmetic — found in review: at Σh ≈ 2⁵³ float64
+    moved them by 4–6 and the final choice spent 1.5× its ε/4): Σh beyond `_validate.ROUNDED_TOTAL_LIMIT` is
+    refused."""
+    if isinstance(key, jax.core.Tracer) or isinstance(hist, jax.core.Tracer):
+        # found in review: under jax.jit, efpa/spa/php ended in JAX's internal dtype error (their float64 scope
+        # inside a float32 trace); lpa ran. Refused alike, with the way to batch
+        raise TypeError("histogram releases check their input and compute in float64 outside any trace: call them "
+                        "outside jax.jit/vmap; for R repetitions pass a key array [R] (one vmapped program).")
     _validate.key(key)
     _validate.positive_scalar("epsilon", epsilon)
     noise = mechanisms.check_noise(noise)
     h = check_histogram(hist)
-    if fourier:  # the DFT coordinates round in proportion to Σh (`_validate.ROUNDED_TOTAL_LIMIT`)
+    if rounded:
         _validate.rounded_total(float(h.sum()), "hist's counts sum")
     _check_epsilon_range(float(epsilon), h.size, noise)
     return jnp.asarray(h, np.float64), noise

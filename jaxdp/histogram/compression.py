@@ -144,7 +144,7 @@ def fpa(
     """
     accounting = _validate.option("accounting", accounting, ACCOUNTINGS)
     with _arithmetic(noise) as dtype:
-        h, noise = _prepare(key, hist, epsilon, noise, fourier=True)
+        h, noise = _prepare(key, hist, epsilon, noise, rounded=True)
         k = _validate.size("k", k)
         if k > h.shape[0]:
             raise ValueError(f"k = {k} exceeds the number of bins n = {h.shape[0]}; choose 1 <= k <= n.")
@@ -184,7 +184,7 @@ def _score_inputs(hist, epsilon, penalty, accounting, *, norm):
     _validate.positive_scalar("epsilon", epsilon)
     penalty = _validate.option("penalty", penalty, PENALTIES)
     accounting = _validate.option("accounting", accounting, ACCOUNTINGS)
-    h = jnp.asarray(check_histogram(hist), _validate.float_dtype())
+    h = jnp.asarray(check_histogram(hist), np.float64)  # float64, as the mechanisms score (call under enable_x64)
     table = _tables(h.shape[0], accounting, norm)
     return h, jnp.asarray(epsilon, h.dtype), jnp.asarray(table, h.dtype), penalty
 
@@ -202,8 +202,9 @@ def spa_scores(hist, *, epsilon: float, penalty: str = "consistent", accounting:
     SPA keeps k ≈ 1 — the flat histograms measured in RESULTS). Δ₂(k) = `dft_sensitivity`(n, norm=2,
     accounting=accounting)[k] (1 with ``"paper"``).
     """
-    h, eps, l2, penalty = _score_inputs(hist, epsilon, penalty, accounting, norm=2)
-    return _spa_scores(h, eps, l2, penalty=penalty)
+    with jax.enable_x64(True):  # float64, as `spa` scores (found in review: float32 here, 82 off its scores)
+        h, eps, l2, penalty = _score_inputs(hist, epsilon, penalty, accounting, norm=2)
+        return _spa_scores(h, eps, l2, penalty=penalty)
 
 
 @programs.program(static_argnames=("penalty",))
@@ -226,7 +227,7 @@ def spa(
     `spa_scores`); the first k `rdft` coordinates get noise with density ∝ ``exp(−(ε/2)‖z‖₂/Δ₂)``, sampled as
     ``√g · N(0, I_k)`` with ``g ~ Gamma((k+1)/2, rate (ε/(2Δ₂))²/2)`` (a K-norm mechanism for the L2 norm;
     the k coordinates move by ≤ Δ₂ = `dft_sensitivity`(n, norm=2)[k] in L2: 1 with ``accounting="paper"``,
-    the exact ≈ √(2k/n) with ``"exact"``).
+    the exact ≈ √(k/n) with ``"exact"``).
 
     Privacy: ε/2 (choice of k) + ε/2 (noise) = ε-DP.
 
@@ -241,7 +242,7 @@ def spa(
     penalty = _validate.option("penalty", penalty, PENALTIES)
     accounting = _validate.option("accounting", accounting, ACCOUNTINGS)
     with _arithmetic(noise) as dtype:
-        h, noise = _prepare(key, hist, epsilon, noise, fourier=True)
+        h, noise = _prepare(key, hist, epsilon, noise, rounded=True)
         if noise == "grid":
             raise ValueError('spa has no exact sampler for its K-norm noise: use noise="float" or "float64", '
                              'or efpa/fpa/lpa/php with noise="grid".')
@@ -286,8 +287,9 @@ def efpa_scores(hist, *, epsilon: float, penalty: str = "consistent", accounting
     ``"paper"`` ``√2·z/ε`` as printed — the error of ``Lap(√z/ε)``, half the noise, so it under-penalizes
     large k. Δ₁(z) = `dft_sensitivity`(n, accounting=accounting)[z].
     """
-    h, eps, l1, penalty = _score_inputs(hist, epsilon, penalty, accounting, norm=1)
-    return efpa_scores_core(h, eps, l1, penalty=penalty)
+    with jax.enable_x64(True):  # float64, as `efpa` scores (found in review: float32 here, 82 off its scores)
+        h, eps, l1, penalty = _score_inputs(hist, epsilon, penalty, accounting, norm=1)
+        return efpa_scores_core(h, eps, l1, penalty=penalty)
 
 
 @programs.program(static_argnames=("penalty",))
@@ -326,7 +328,7 @@ def efpa(
     penalty = _validate.option("penalty", penalty, PENALTIES)
     accounting = _validate.option("accounting", accounting, ACCOUNTINGS)
     with _arithmetic(noise) as dtype:
-        h, noise = _prepare(key, hist, epsilon, noise, fourier=True)
+        h, noise = _prepare(key, hist, epsilon, noise, rounded=True)
         l1 = _tables(h.shape[0], accounting, 1)
         n = h.shape[0]  # every z = rdft_size(n, k) a choice of k can retain (the noise uses l1[z])
         zs = np.unique(np.minimum(2 * np.arange(1, n // 2 + 2) - 1, n))

@@ -102,7 +102,8 @@ def configuration_error(hist, cuts, *, epsilon: float) -> float:
     """``err(C, ε) = RE_C + k/ε`` of the clustering whose segments start at 0 and at each of `cuts`
     (the paper's Theorem 7 / Section V notation; RE is the sum of absolute deviations from the
     segment means). A NumPy float64 helper for tests and examples; `cuts` as in `release_histogram`
-    (found in review: a cut past the last bin was counted as a segment)."""
+    (found in review: a cut past the last bin was counted as a segment). **Not private**: computed from the raw
+    histogram (a curator's diagnostic, never to be published)."""
     h = check_histogram(hist, integer=False)
     _validate.positive_scalar("epsilon", epsilon)
     edges = [*np.flatnonzero(_cut_mask(cuts, h.size)).tolist(), h.size]
@@ -177,7 +178,7 @@ def php(key: jax.Array, hist, *, epsilon: float, noise: str = "float") -> Histog
       segments; both derived from private choices, so releasable); ``[R, …]`` for a key array ``[R]``.
     """
     with _arithmetic(noise) as dtype:
-        h, noise = _prepare(key, hist, epsilon, noise)
+        h, noise = _prepare(key, hist, epsilon, noise, rounded=True)  # its segment errors round with Σh
         _check_grid(noise, epsilon / 2, 1.0, h)
         out, cut = _over_keys(php_core, key, h, jnp.asarray(epsilon, h.dtype), noise=mechanisms.kernel_noise(noise))
         return _result(key, out.astype(dtype), jnp.sum(cut, axis=-1), cut, epsilon)
