@@ -33,7 +33,7 @@ def lpa(key: jax.Array, hist, *, epsilon: float, noise: str = "float") -> Histog
     """
     with _arithmetic(noise) as dtype:
         h, noise = _prepare(key, hist, epsilon, noise)
-        _check_grid(noise, epsilon, 1.0, h)
+        _check_grid(noise, epsilon, 1.0, h, snapped="bins")
         out = _over_keys(_lpa, key, h, jnp.asarray(epsilon, h.dtype), noise=mechanisms.kernel_noise(noise))
         return _result(key, out.astype(dtype), h.shape[0], True, epsilon)
 
@@ -149,7 +149,7 @@ def fpa(
         if k > h.shape[0]:
             raise ValueError(f"k = {k} exceeds the number of bins n = {h.shape[0]}; choose 1 <= k <= n.")
         sens = float(dft_sensitivity(h.shape[0], accounting=accounting)[k])
-        _check_grid(noise, epsilon, sens, h, coordinates=k)
+        _check_grid(noise, epsilon, sens, h, coordinates=k, snapped="dft")
         out = _over_keys(_fpa, key, h, jnp.asarray(epsilon, h.dtype), k=k, sens=sens, noise=mechanisms.kernel_noise(noise))
         return _result(key, out.astype(dtype), k, True, epsilon)
 
@@ -332,7 +332,7 @@ def efpa(
         l1 = _tables(h.shape[0], accounting, 1)
         n = h.shape[0]  # every z = rdft_size(n, k) a choice of k can retain (the noise uses l1[z])
         zs = np.unique(np.minimum(2 * np.arange(1, n // 2 + 2) - 1, n))
-        _check_grid(noise, epsilon / 2, l1[zs], h, coordinates=zs)
+        _check_grid(noise, epsilon / 2, l1[zs], h, coordinates=zs, snapped="dft")
         out, k = _over_keys(efpa_core, key, h, jnp.asarray(epsilon, h.dtype), jnp.asarray(l1, h.dtype),
                             noise=mechanisms.kernel_noise(noise), penalty=penalty)
         return _result(key, out.astype(dtype), k, True, epsilon)

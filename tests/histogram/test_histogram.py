@@ -713,3 +713,19 @@ def test_releases_under_jit_are_refused_with_the_way_to_batch(key, method):
     with pytest.raises(TypeError, match="key array"):
         jax.jit(lambda k: H.publish(k, h, method=method, epsilon=1.0, **kw).counts)(key)
     assert H.publish(jax.random.split(key, 3), h, method=method, epsilon=1.0, **kw).counts.shape == (3, 8)
+
+
+def test_grid_limits_bound_what_each_method_snaps_not_the_total(key):
+    """Found in review: noise="grid" compared Σh with its value limit for every method, so LPA refused 1,024 bins of
+    3,000 (the largest bin 1,400× under the limit) and FPA/EFPA every 100k-record 4,096-bin histogram (their DFT
+    coordinates are at most ‖h‖₂, 45× under Σh there). Each method now bounds what it snaps: LPA the largest bin,
+    the DFT methods ‖h‖₂ (orthonormal), P-HP and release_histogram Σh (segment sums)."""
+    flat = np.full(1024, 3000)
+    assert np.all(np.abs(np.asarray(H.lpa(key, flat, epsilon=1.0, noise="grid").counts) - 3000) < 100)
+    h = H.synthetic_histogram(1, n=4096, kind="step", total=100_000)
+    for method, kw in (("efpa", {}), ("fpa", {"k": 20})):
+        assert np.isfinite(np.asarray(H.publish(key, h, method=method, epsilon=1.0, noise="grid", **kw).counts)).all()
+    with pytest.raises(ValueError, match="grid"):  # one bin beyond the limit: still refused
+        H.lpa(key, np.r_[np.full(10, 3000), [10**8]], epsilon=1.0, noise="grid")
+    with pytest.raises(ValueError, match="grid"):  # P-HP's segment sums reach Σh
+        H.php(key, np.full(1024, 3000), epsilon=1.0, noise="grid")
