@@ -13,7 +13,7 @@ Speed: records/s of one stream and of R vmapped repetitions (compile excluded, `
 n = 8 and 48; and a 150,000-record stream built from Census (records resampled with a seeded
 generator, ±1 % multiplicative jitter) at n = 8 with the default configuration.
 
-Usage: python benchmarks/bench_codec.py [--reps 100] [--quick]
+Usage: python benchmarks/bench_codec.py [--reps 100] [--quick] [--skip-utility] [--skip-speed]
 """
 
 from __future__ import annotations
@@ -125,6 +125,7 @@ def main():
     parser.add_argument("--big", type=int, default=150_000)
     parser.add_argument("--quick", action="store_true", help="ε ∈ {1, 3} only")
     parser.add_argument("--skip-utility", action="store_true")
+    parser.add_argument("--skip-speed", action="store_true", help="the utility tables only (no timing)")
     parser.add_argument("--reorder-reps", type=int, default=10, help="repetitions for the (slow, host) reordering")
     args = parser.parse_args()
     dev = jax.devices()[0]
@@ -144,6 +145,8 @@ def main():
     print("|---|---|---|---|---|---|")
     for eps, n, delay, a, b, c in noise_cost(args.reps):
         print(f"| {eps:g} | {n} | {delay} | {a:.4f} | {b:.4f} | {c:.4f} |", flush=True)
+    if args.skip_speed:
+        return
     out, big = speed(args.reps, args.big)
     print("\n| n | records | one stream s | records/s | reps | reps total s | records/s (all reps) |")
     print("|---|---|---|---|---|---|---|")

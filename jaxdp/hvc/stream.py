@@ -515,10 +515,13 @@ class _FrameMeans:
     The frame spends ε_f in all (sequential composition of its queries; its blocks hold distinct subjects
     and compose in parallel). Keys: ``fold_in(fold_in(key, 2³² − 1 or 2³² − 2), f)`` (block keys are
     ``fold_in(key, j)`` with j < 2³² − 2). The base that the "frame_mean" mode predicts from is the
-    inverse-variance weighted average (weights ∝ (r·ε_μ)²) of the noisy means of frames 1 … f, shrunk
-    towards the midpoint column by column by the positive-part James–Stein factor ``max(0, 1 − σ²/z²)``
-    (σ² the public noise variance of the running mean, z its offset from the midpoint) and clipped to the
-    domain; the blocks' residual energy estimate n·V also prunes their hopeless (t, σ) candidates.
+    inverse-variance weighted average y (weights ∝ (r·ε_μ)²) of the noisy means of frames 1 … f, replaced column
+    by column by its posterior mean for a mean uniform on the public domain: the mean of N(y, σ²) truncated to
+    [lo, hi], σ² the public noise variance of y (Gaussian for the average of Laplace draws). It tends to the
+    midpoint where σ ≫ the width, to y where σ is small, and stays near an edge where y is near it (the
+    positive-part James–Stein shrinkage towards the midpoint it replaced pulled columns near an edge inward: up to
+    1.5× the frame-mean baseline's error over the public Census domain; measured in RESULTS). The blocks' residual
+    energy estimate n·V also prunes their hopeless (t, σ) candidates.
     Everything after the queries is post-processing of released values. The running sums are carried
     between calls, so a stream pushed in pieces gets the estimates of one batch call.
     """
@@ -666,19 +669,52 @@ class _FrameMeans:
         self.sums = (mu_sum[..., -1, :], v_sum[..., -1, :])
         self.weights = (mu_tot[..., -1], v_tot[..., -1])
         self.frames += f
-        # Shrink each column's running mean towards the midpoint by its public noise variance (positive-part
-        # James–Stein factor; post-processing): a column whose noise swamps its offset from the midpoint
-        # is released near the midpoint instead of at a noisy value.
+        # Each column's running mean y, replaced by its posterior mean for a mean uniform on the domain [0, Λ]
+        # given y ~ N(mean, σ²), σ the public s.d. of y: the mean of N(y, σ²) truncated to [0, Λ] (post-processing
+        # of released values and public sizes).
         mid = 0.5 * self.width
-        with np.errstate(over="ignore", invalid="ignore"):  # huge domains: no square overflows into inf/inf
-            z = mu_sum / mu_tot[..., None] - mid
-            sd = np.sqrt(2.0) * self.scale_unit[None, :] / np.sqrt(mu_tot[..., None])  # s.d. of the running mean
-            shrink = np.maximum(0.0, 1.0 - (sd / np.maximum(np.abs(z), 1e-300)) ** 2)  # t² = inf → 0
-            base = np.clip(mid + shrink * z, 0.0, self.width)
-        # found in review: at ε = 1e-4 on a ±1e150 domain var/z² was inf/inf and NaN records were released; a base
-        # that is still not finite is the midpoint (public)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # huge domains: inf/inf handled below
+            y = mu_sum / mu_tot[..., None]
+            sd = np.broadcast_to(np.sqrt(2.0) * self.scale_unit / np.sqrt(mu_tot[..., None]), y.shape)
+            width = np.broadcast_to(self.width, y.shape)
+            base = truncated_normal_mean(y, sd, width)
+        # found in review: at ε = 1e-4 on a ±1e150 domain the estimate was inf/inf and NaN records were released; a
+        # base that is still not finite is the midpoint (public)
         base = np.where(np.isfinite(base), base, mid)
         return base, energy, np.where(live, 1.0 - self.share, 0.0)
+
+
+def truncated_normal_mean(y, sd, width) -> np.ndarray:
+    """The mean of N(y, sd²) truncated to [0, width], elementwise (float64 NumPy arrays, broadcast) (the posterior mean of a mean uniform on the
+    domain given a noisy value y); the midpoint where y or sd is not finite, or sd > 10¹²·width (it tends to it).
+
+    Closed form: y + sd·(φ(α) − φ(β))/(Φ(β) − Φ(α)), α = −y/sd, β = (width − y)/sd, evaluated stably: the interval
+    reflected so that its centre is ≥ 0; a one-sided tail (α ≥ 0) through `erfcx` (no underflow, no 0/0); a narrow
+    interval (h·max(c, 1) < 10⁻⁴, h its half-width in standard deviations) by its expansion c − c·h²/3 around its
+    centre c. Checked
+    against `scipy.stats.truncnorm` (whose generic moments were ≈ 3 s per 10⁴ values) in the tests."""
+    from scipy.special import erfcx, ndtr  # (imported here: `import jaxdp` stays light)
+
+    y, sd, width = np.broadcast_arrays(*(np.asarray(v, np.float64) for v in (y, sd, width)))
+    out = np.array(0.5 * width)
+    ok = np.isfinite(y) & np.isfinite(sd) & (sd > 0) & (sd < 1e12 * width)
+    if not ok.any():
+        return out
+    yy, ss, ww = y[ok], sd[ok], width[ok]
+    with np.errstate(all="ignore"):
+        a, b = -yy / ss, (ww - yy) / ss
+        flip = a + b < 0  # m(a, b) = −m(−b, −a): work with the centre c ≥ 0
+        lo, hi = np.where(flip, -b, a), np.where(flip, -a, b)
+        c, h = 0.5 * (lo + hi), 0.5 * (hi - lo)
+        r = np.exp(-2.0 * h * c)  # φ(hi)/φ(lo)
+        tail = np.sqrt(2.0 / np.pi) * (1.0 - r) / (erfcx(lo / np.sqrt(2.0)) - r * erfcx(hi / np.sqrt(2.0)))
+        phi_lo, phi_hi = np.exp(-0.5 * lo * lo), np.exp(-0.5 * hi * hi)
+        direct = (phi_lo - phi_hi) / np.sqrt(2.0 * np.pi) / (ndtr(hi) - ndtr(lo))
+        m = np.where(h * np.maximum(c, 1.0) < 1e-4, c - c * h * h / 3.0, np.where(lo >= 0.0, tail, direct))
+        est = yy + ss * np.where(flip, -m, m)
+    # a value that is still not finite (y ≫ sd outside the domain, overflowing): the limit, the nearest edge
+    out[ok] = np.clip(np.where(np.isfinite(est), est, yy), 0.0, ww)
+    return out
 
 
 @functools.partial(jax.jit, static_argnums=(7,))

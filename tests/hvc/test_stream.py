@@ -989,3 +989,26 @@ def test_id_forms_that_worked_before_still_work():
         whole = jaxdp.midpoint(np.zeros((form.size, 1)), cfg, ids=form, bounds=np.ones(1))
         single = jaxdp.midpoint(np.zeros((2 * form.size, 1)), cfg, ids=list(form) + list(form), bounds=np.ones(1))
         assert len(whole.index) == form.size == len(single.index)
+
+
+def test_truncated_normal_mean_matches_scipy_and_its_limits():
+    """The frame-mean layer's estimate (the posterior mean of a column mean uniform on the domain, given its noisy
+    running value y and public s.d. σ): the mean of N(y, σ²) truncated to [0, Λ]. Float64 reference:
+    `scipy.stats.truncnorm` where its generic moments are accurate (|α|, |β| ≤ 20); beyond, the limits (the nearest
+    edge for y many σ outside, y for tiny σ inside, the midpoint for σ ≫ Λ or non-finite input)."""
+    from jaxdp.hvc.stream import truncated_normal_mean
+
+    rng = np.random.default_rng(0)
+    w = rng.uniform(0.1, 10.0, 4000)
+    y = w * rng.uniform(-3.0, 4.0, w.size)
+    sd = w * 10.0 ** rng.uniform(-1.5, 3.0, w.size)
+    a, b = -y / sd, (w - y) / sd
+    keep = (np.abs(a) <= 20) & (np.abs(b) <= 20)
+    want = scipy.stats.truncnorm.mean(a[keep], b[keep], loc=y[keep], scale=sd[keep])
+    got = truncated_normal_mean(y, sd, w)
+    np.testing.assert_allclose(got[keep], want, rtol=0, atol=1e-9 * w[keep].max())
+    assert np.all((got >= 0) & (got <= w))
+    width = np.full(6, 4.0)
+    lim = truncated_normal_mean(np.array([-1e6, 1e6, 1.5, 1.5, np.nan, 2.5]), np.array([1e-3, 1e-3, 1e-9, 1e20, 1.0, np.inf]),
+                                width)  # fmt: skip
+    np.testing.assert_allclose(lim, [0.0, 4.0, 1.5, 2.0, 2.0, 2.0], atol=1e-8)
