@@ -106,6 +106,8 @@ def value_cap(horizon: int, *, l1_sensitivity: float = 1.0) -> float:
     released neighbours 0.495 and 0.505 (after 2⁵²) as 2⁵² and 2⁵² + 1, always: no ε holds. CMCO summed ±D[t]/√k
     near 2⁵³ and moved neighbours by 1.7–2× its calibrated √k·Δ."""
     _validate.positive_scalar("l1_sensitivity", l1_sensitivity)
+    if isinstance(horizon, (float, np.floating)) and float(horizon).is_integer():
+        horizon = int(horizon)  # (it took any number before: 1000.0 kept working, a review found)
     return 2.0**40 * float(l1_sensitivity) / _validate.size("horizon", horizon)
 
 

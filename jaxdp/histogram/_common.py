@@ -80,16 +80,26 @@ def _arithmetic(noise):
         yield out
 
 
+def _staged(x) -> bool:
+    """True if `x` is traced by a staging transformation (jax.jit and the like): a tracer that is not, once
+    `jax.vmap`'s batching tracers are unwrapped, a concrete array."""
+    while isinstance(x, jax.core.Tracer) and hasattr(x, "batch_dim") and hasattr(x, "val"):
+        x = x.val  # a vmap batching tracer: look at what it batches
+    return isinstance(x, jax.core.Tracer)
+
+
 def _prepare(key, hist, epsilon, noise="float", rounded=False):
     """`rounded`: the release computes values that round in proportion to Σh (DFT coordinates; P-HP's
     segment errors, whose Lemma 2 bound Δerr ≤ 2 holds in exact arithmetic — found in review: at Σh ≈ 2⁵³ float64
     moved them by 4–6 and the final choice spent 1.5× its ε/4): Σh beyond `_validate.ROUNDED_TOTAL_LIMIT` is
     refused."""
-    if isinstance(key, jax.core.Tracer) or isinstance(hist, jax.core.Tracer):
+    if _staged(key) or isinstance(hist, jax.core.Tracer):
         # found in review: under jax.jit, efpa/spa/php ended in JAX's internal dtype error (their float64 scope
-        # inside a float32 trace); lpa ran. Refused alike, with the way to batch
-        raise TypeError("histogram releases check their input and compute in float64 outside any trace: call them "
-                        "outside jax.jit/vmap; for R repetitions pass a key array [R] (one vmapped program).")
+        # inside a float32 trace); lpa ran. Refused alike, with the way to batch; `jax.vmap` over keys (the data
+        # concrete) works, as the conventions promise (a review found a first version refused it too)
+        raise TypeError("histogram releases check their input and compute in float64 outside jax.jit, and their "
+                        "histogram must be concrete: call them outside jit (vmap over keys works), or pass a key "
+                        "array [R] for R repetitions (one vmapped program).")
     _validate.key(key)
     _validate.positive_scalar("epsilon", epsilon)
     noise = mechanisms.check_noise(noise)

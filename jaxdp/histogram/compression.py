@@ -7,7 +7,6 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
 
 from jaxdp import _validate, mechanisms, programs, transforms
 from jaxdp.histogram._common import HistogramResult, _arithmetic, _check_grid, _over_keys, _prepare, _result, check_histogram
@@ -189,7 +188,7 @@ def _score_inputs(hist, epsilon, penalty, accounting, *, norm):
     return h, jnp.asarray(epsilon, h.dtype), jnp.asarray(table, h.dtype), penalty
 
 
-def spa_scores(hist, *, epsilon: float, penalty: str = "consistent", accounting: str = "exact") -> Float[Array, " n"]:
+def spa_scores(hist, *, epsilon: float, penalty: str = "consistent", accounting: str = "exact") -> np.ndarray:
     """SPA's ``U(H, k)`` for k = 1 … n: ``sqrt(Σ_{i ≥ k} c_i²) + noise term``, c = `rdft`(H), ε_n = ε/2 the
     noise budget. Sensitivity of U: 1 (the data term is the L2 norm of a projection of H). Shape ``[n]``.
     **Not private**: computed from the raw histogram (what `spa`'s exponential mechanism scores; a curator's
@@ -204,7 +203,7 @@ def spa_scores(hist, *, epsilon: float, penalty: str = "consistent", accounting:
     """
     with jax.enable_x64(True):  # float64, as `spa` scores (found in review: float32 here, 82 off its scores)
         h, eps, l2, penalty = _score_inputs(hist, epsilon, penalty, accounting, norm=2)
-        return _spa_scores(h, eps, l2, penalty=penalty)
+        return np.asarray(_spa_scores(h, eps, l2, penalty=penalty))  # NumPy float64: usable whatever the caller's x64 mode
 
 
 @programs.program(static_argnames=("penalty",))
@@ -275,7 +274,7 @@ def _efpa_penalty(n, eps, dtype, l1, penalty="consistent"):
     return k, z, jnp.sqrt(2.0 * zf) * 2.0 * l1[z] / eps  # √(z·2·b²), b = Δ₁(z)/(ε/2): the noise actually added
 
 
-def efpa_scores(hist, *, epsilon: float, penalty: str = "consistent", accounting: str = "exact") -> Float[Array, " m"]:
+def efpa_scores(hist, *, epsilon: float, penalty: str = "consistent", accounting: str = "exact") -> np.ndarray:
     """EFPA's ``u(H, k)`` (the paper's Eq. 3 as used in Algorithm 2) for k = 1 … m = ⌊n/2⌋ + 1:
     ``sqrt(energy of the removed real coordinates) + noise term`` with z = `rdft_size`(n, k). The data term
     moves by at most 1 between neighbours (Theorem 6); the noise term is public. Shape ``[m]`` (index k−1).
@@ -289,7 +288,7 @@ def efpa_scores(hist, *, epsilon: float, penalty: str = "consistent", accounting
     """
     with jax.enable_x64(True):  # float64, as `efpa` scores (found in review: float32 here, 82 off its scores)
         h, eps, l1, penalty = _score_inputs(hist, epsilon, penalty, accounting, norm=1)
-        return efpa_scores_core(h, eps, l1, penalty=penalty)
+        return np.asarray(efpa_scores_core(h, eps, l1, penalty=penalty))  # NumPy float64: usable whatever the caller's x64 mode
 
 
 @programs.program(static_argnames=("penalty",))

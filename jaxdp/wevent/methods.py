@@ -35,7 +35,7 @@ def count_cap(*, noise: str) -> float:
     """The public cap counts are clamped to: the largest integer the kernel's float dtype holds with all those below
     it (2²⁴ in float32, 2⁵³ in float64; above it neighbouring counts round apart by more than the sensitivity), and
     with ``noise="grid"`` the largest count its grid represents. Clamping is 1-Lipschitz, so it keeps every
-    sensitivity. In float32, fractional counts are floored to whole numbers before the cast (`_whole_counts`). (BD/BA's dissimilarity, whose grid is finer, clips its own inputs further.)"""
+    sensitivity. In float32, fractional counts are rounded to whole numbers (halves up) before the cast (`_whole_counts`). (BD/BA's dissimilarity, whose grid is finer, clips its own inputs further.)"""
     noise = mechanisms.check_noise(noise)
     with _arithmetic(noise):
         cap = 2.0**24 if _validate.float_dtype() == np.float32 else 2.0**53
@@ -45,34 +45,48 @@ def count_cap(*, noise: str) -> float:
 
 
 class CountsFlooredWarning(UserWarning):
-    """Fractional counts were floored to whole numbers before float32 arithmetic. The number in the message is read
+    """Fractional counts were rounded to whole numbers before float32 arithmetic. The number in the message is read
     from the raw counts: a curator-only diagnostic, not part of the release."""
 
 
+_ROUND_CHUNK = 1 << 20  # values per pass of the fraction check (no full-size temporaries)
+
+
 def _whole_counts(counts, dtype):
-    """`counts` ready for the cast to `dtype`: in float32, fractional float64 counts are floored to whole numbers
-    first (curator-only warning with how many; ``noise="float64"`` keeps the fractions).
+    """`counts` ready for the cast to `dtype`: in float32, fractional counts (float64, or objects such as
+    `Fraction`s or a nullable pandas column) are rounded to the nearest whole number first, halves up (curator-only
+    warning with how many; ``noise="float64"`` keeps the fractions).
 
     Found in review: the cast rounds a fraction to float32's spacing, 1 in [2²³, 2²⁴), so neighbours 8388608.5 and
-    8388609.5 (1 apart, below `count_cap`) became 8388608 and 8388610 — a loss of 1.985 ε measured. Flooring keeps
-    the sensitivity (⌊x⌋ is monotone and ⌊x + 1⌋ = ⌊x⌋ + 1, so counts ≤ 1 apart floor ≤ 1 apart) and gives whole
-    numbers, which float32 holds exactly up to the cap; a refusal would stop a stream on a value of the data."""
+    8388609.5 (1 apart, below `count_cap`) became 8388608 and 8388610 — a loss of 1.985 ε measured. The rounding
+    f(x) = ⌊x⌋ + [x − ⌊x⌋ ≥ ½] keeps the sensitivity: it is monotone and f(x + 1) = f(x) + 1, so counts ≤ 1 apart
+    round ≤ 1 apart; it is computed exactly (x − ⌊x⌋ has no rounding error), unlike ⌊x + ½⌋ in floats, and it
+    keeps 28.999999999999996 (0.29·100) at 29 (a review found ⌊x⌋ made it 28). Whole numbers, which float32 holds
+    exactly up to the cap, go through unchanged and uncopied; a refusal would stop a stream on a value of the
+    data."""
     if np.dtype(dtype) != np.float32 or (isinstance(counts, jax.Array) and counts.dtype.itemsize <= 4):
         return counts  # float64 arithmetic, or values already float32 (or narrower): the cast cannot round them
     try:
         arr = np.asarray(counts)
-    except ValueError:  # ragged rows: `check_counts` says so
+        if arr.dtype.kind == "O":  # e.g. Fractions, a nullable pandas column: `check_counts` reads them as float64
+            arr = np.asarray(counts, np.float64)
+    except (TypeError, ValueError):  # ragged rows, non-numbers: `check_counts` says so
         return counts
     if arr.dtype.kind != "f" or arr.dtype.itemsize <= 4:
         return counts  # integers (beyond 2²⁴ they are clamped to the cap) or floats float32 holds exactly
-    whole = np.floor(arr)
-    fractional = np.count_nonzero(whole != arr)
+    flat = arr.reshape(-1)
+    fractional = 0
+    for i in range(0, flat.size, _ROUND_CHUNK):  # count fractions chunk by chunk (NaN counts as fractional here)
+        part = flat[i : i + _ROUND_CHUNK]
+        fractional += int(np.count_nonzero(part != np.floor(part)))
     if fractional == 0 or not (np.all(np.isfinite(arr)) and arr.min() >= 0):
         return counts  # whole numbers; or counts `check_counts` refuses (NaN, inf, negative): its message, unchanged
+    whole = np.floor(arr)
+    whole += (arr - whole) >= 0.5  # exact: x − ⌊x⌋ is exact in float64
     warnings.warn(CountsFlooredWarning(
-        f"{fractional} fractional count(s) were floored to whole numbers: float32 arithmetic would round them by up to "
-        '1, moving neighbours by twice the sensitivity (curator-only: this number is read from the data; '
-        'noise="float64" keeps fractions).'), stacklevel=3)  # fmt: skip
+        f"{fractional} fractional count(s) were rounded to whole numbers (halves up): float32 arithmetic would round "
+        'them by up to 1, moving neighbours by twice the sensitivity (curator-only: this number is read from the '
+        'data; noise="float64" keeps fractions).'), stacklevel=3)  # fmt: skip
     return whole
 
 

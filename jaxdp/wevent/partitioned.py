@@ -167,7 +167,7 @@ def run_partitioned(key: jax.Array, counts, *, method: str, w: int, epsilon: flo
     noise = mechanisms.check_noise(noise)
     with _arithmetic(noise):  # float64 for "grid": the groups' dissimilarity sums without float32 rounding
         _check_epsilon_range(float(epsilon), int(w))
-        counts = _whole_counts(counts, _validate.float_dtype())  # float32: fractions floored first (as `run`)
+        counts = _whole_counts(counts, _validate.float_dtype())  # float32: fractions rounded first (as `run`)
         data, hi = check_counts(counts, dtype=_validate.float_dtype(), with_max=True)  # checked and cast in one pass
     g = _validate.size("groups", groups)
     if g > data.shape[1]:

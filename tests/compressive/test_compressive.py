@@ -650,7 +650,7 @@ def test_tree_counter_registers_keep_the_noise_and_the_sensitivity_near_the_cap(
     key, so no ε held; with Δ = 1, fractional inputs moved the output by 2Δ. The cap is now 2⁴⁰·Δ/horizon: with the
     same key, neighbours at the cap move the outputs by Δ (to 2⁻¹⁰ of it), and the noise is never rounded away."""
     cap = C.value_cap(2, l1_sensitivity=delta)
-    assert cap == 2.0**40 * delta / 2
+    assert cap == 2.0**40 * delta / 2 and C.value_cap(2.0, l1_sensitivity=delta) == cap  # a whole float horizon too
     keys = jax.random.split(key, 50)
     for big in (2.0**52, cap, 0.999 * cap):  # 2⁵² is clamped to the cap, with the curator-only warning
         with warnings.catch_warnings():

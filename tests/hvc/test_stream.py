@@ -1012,3 +1012,12 @@ def test_truncated_normal_mean_matches_scipy_and_its_limits():
     lim = truncated_normal_mean(np.array([-1e6, 1e6, 1.5, 1.5, np.nan, 2.5]), np.array([1e-3, 1e-3, 1e-9, 1e20, 1.0, np.inf]),
                                 width)  # fmt: skip
     np.testing.assert_allclose(lim, [0.0, 4.0, 1.5, 2.0, 2.0, 2.0], atol=1e-8)
+    # far outside (found in review: y + σ·m cancelled, giving the wrong edge or 0): the near edge plus its offset
+    far = truncated_normal_mean(np.array([0.5, -3.47e10, 35.482222232753074]), np.array([1e-200, 4.33e4, 6.029872040232107e-4]),
+                                np.array([1e-200, 2.91e-4, 5.986677121540666]))  # fmt: skip
+    assert abs(far[0] - 1e-200) <= 1e-212  # y 5·10¹⁹⁹ σ above: the upper edge
+    assert abs(far[1] - 2.91e-4 / 2) <= 1e-2 * 2.91e-4  # σ ≫ the domain, y far below: about the midpoint
+    assert abs(far[2] - (5.986677121540666 - 6.029872040232107e-4**2 / 29.4955451)) <= 1e-12  # edge − σ²/(y − w)
+    assert truncated_normal_mean(np.array([1.0]), np.array([0.0]), np.array([4.0]))[0] == 2.0  # sd = 0: the midpoint
+    sweep = truncated_normal_mean(np.linspace(-50.0, 54.0, 20001), np.full(20001, 1.3), np.full(20001, 4.0))
+    assert np.all(np.diff(sweep) >= -1e-12)  # non-decreasing in y

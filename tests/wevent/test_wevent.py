@@ -679,11 +679,11 @@ def test_window_sums_and_errors_are_exact_enough_and_refuse_bad_input():
 
 
 @pytest.mark.parametrize("method", ["uniform", "bd"])
-def test_fractional_counts_are_floored_before_float32_so_neighbours_stay_one_apart(key, method):
+def test_fractional_counts_are_rounded_before_float32_so_neighbours_stay_one_apart(key, method):
     """Found in review: with noise="float" the counts were cast to float32 first, which rounds a fraction to the
     spacing 1 in [2²³, 2²⁴): neighbours 8388608.5 and 8388609.5 (1 apart, below the cap) became 8388608 and 8388610, and
-    the release moved by 2 under the same key (a loss of 1.985 ε measured). Fractions are now floored (1-Lipschitz in
-    whole numbers) with a curator-only warning, in `run`, `WEventStream` and `run_partitioned` alike; float64 keeps
+    the release moved by 2 under the same key (a loss of 1.985 ε measured). Fractions are now rounded to whole numbers
+    exactly, halves up (monotone, commutes with +1), with a curator-only warning, in `run`, `WEventStream` and `run_partitioned` alike; float64 keeps
     them."""
     outs = []
     for c in (8388608.5, 8388609.5):
@@ -700,6 +700,16 @@ def test_fractional_counts_are_floored_before_float32_so_neighbours_stay_one_apa
     if method == "bd":
         with pytest.warns(wevent.CountsFlooredWarning):
             wevent.run_partitioned(key, np.array([[0.5, 2.0, 1.0]] * 3), method="bd", w=2, epsilon=1.0, groups=1)
+    # found in review of the fix: object inputs (Fractions, a nullable pandas column) skipped it, and ⌊x⌋ turned
+    # 0.29·100 = 28.999999999999996 into 28. Rounding is to the nearest, halves up, for every input that reaches
+    # float64: the same release as the whole numbers, same key
+    from fractions import Fraction
+
+    whole = np.asarray(wevent.run(key, np.array([[29.0, 8388610.0]]), method=method, w=1, epsilon=1.0).releases)
+    for odd in (np.array([[0.29 * 100, 8388609.5]]), np.array([[Fraction(29), Fraction(16777219, 2)]], dtype=object)):
+        with pytest.warns(wevent.CountsFlooredWarning):
+            got = np.asarray(wevent.run(key, odd, method=method, w=1, epsilon=1.0).releases)
+        np.testing.assert_array_equal(got, whole)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # whole numbers, float32 values and float64 arithmetic: nothing floored
         wevent.run(key, np.array([[8388609.0, 3.0]]), method=method, w=1, epsilon=1.0)
