@@ -672,15 +672,11 @@ class _FrameMeans:
         # Each column's running mean y, replaced by its posterior mean for a mean uniform on the domain [0, Λ]
         # given y ~ N(mean, σ²), σ the public s.d. of y: the mean of N(y, σ²) truncated to [0, Λ] (post-processing
         # of released values and public sizes).
-        mid = 0.5 * self.width
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # huge domains: inf/inf handled below
+        # Found in review: at ε = 1e-4 on a ±1e150 domain an earlier estimate was inf/inf and NaN records were
+        # released; `truncated_normal_mean` gives the midpoint (public) wherever y or σ is not finite.
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # huge domains: inf/inf handled there
             y = mu_sum / mu_tot[..., None]
-            sd = np.broadcast_to(np.sqrt(2.0) * self.scale_unit / np.sqrt(mu_tot[..., None]), y.shape)
-            width = np.broadcast_to(self.width, y.shape)
-            base = truncated_normal_mean(y, sd, width)
-        # found in review: at ε = 1e-4 on a ±1e150 domain the estimate was inf/inf and NaN records were released; a
-        # base that is still not finite is the midpoint (public)
-        base = np.where(np.isfinite(base), base, mid)
+            base = truncated_normal_mean(y, np.sqrt(2.0) * self.scale_unit / np.sqrt(mu_tot[..., None]), self.width)
         return base, energy, np.where(live, 1.0 - self.share, 0.0)
 
 
@@ -723,21 +719,6 @@ def truncated_normal_mean(y, sd, width) -> np.ndarray:
         narrow = 0.5 * ww - np.where(upper, -1.0, 1.0) * ss * c * h * h / 3.0
         est = np.where(h * np.maximum(c, 1.0) < 1e-4, narrow, np.where(lo >= 0.0, edge, inside))
     # a value that is still not finite (overflow at the extremes): the limit, the nearest edge
-    out[ok] = np.clip(np.where(np.isfinite(est), est, yy), 0.0, ww)
-    return out
-    yy, ss, ww = y[ok], sd[ok], width[ok]
-    with np.errstate(all="ignore"):
-        a, b = -yy / ss, (ww - yy) / ss
-        flip = a + b < 0  # m(a, b) = −m(−b, −a): work with the centre c ≥ 0
-        lo, hi = np.where(flip, -b, a), np.where(flip, -a, b)
-        c, h = 0.5 * (lo + hi), 0.5 * (hi - lo)
-        r = np.exp(-2.0 * h * c)  # φ(hi)/φ(lo)
-        tail = np.sqrt(2.0 / np.pi) * (1.0 - r) / (erfcx(lo / np.sqrt(2.0)) - r * erfcx(hi / np.sqrt(2.0)))
-        phi_lo, phi_hi = np.exp(-0.5 * lo * lo), np.exp(-0.5 * hi * hi)
-        direct = (phi_lo - phi_hi) / np.sqrt(2.0 * np.pi) / (ndtr(hi) - ndtr(lo))
-        m = np.where(h * np.maximum(c, 1.0) < 1e-4, c - c * h * h / 3.0, np.where(lo >= 0.0, tail, direct))
-        est = yy + ss * np.where(flip, -m, m)
-    # a value that is still not finite (y ≫ sd outside the domain, overflowing): the limit, the nearest edge
     out[ok] = np.clip(np.where(np.isfinite(est), est, yy), 0.0, ww)
     return out
 
