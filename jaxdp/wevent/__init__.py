@@ -33,7 +33,7 @@ from jaxdp.wevent.methods import (
     METHODS,
     SHIFT_AUTO_RATIO,
     CountsClampedWarning,
-    CountsFlooredWarning,
+    CountsRoundedWarning,
     WEventResult,
     WEventStream,
     check_counts,
@@ -44,4 +44,4 @@ from jaxdp.wevent.methods import (
 from jaxdp.wevent.metrics import mae, mre, window_sums
 from jaxdp.wevent.partitioned import PartitionedResult, run_partitioned
 
-__all__ = ['CountsClampedWarning', 'CountsFlooredWarning', 'INITIAL', 'METHODS', 'PartitionedResult', 'SHIFT_AUTO_RATIO', 'WEventResult', 'WEventStream', 'check_counts', 'count_cap', 'difference_cap', 'load_counts', 'mae', 'mre', 'run', 'run_partitioned', 'synthetic_counts', 'window_sums']
+__all__ = ['CountsClampedWarning', 'CountsRoundedWarning', 'INITIAL', 'METHODS', 'PartitionedResult', 'SHIFT_AUTO_RATIO', 'WEventResult', 'WEventStream', 'check_counts', 'count_cap', 'difference_cap', 'load_counts', 'mae', 'mre', 'run', 'run_partitioned', 'synthetic_counts', 'window_sums']

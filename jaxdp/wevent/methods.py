@@ -17,7 +17,7 @@ from jaxdp.mechanisms import exact
 MAX_WINDOW = 1 << 24  # w: the window's budgets are kept in a buffer of w entries
 from jaxdp._validate import counts as check_counts  # the eager checks live in _validate
 
-__all__ = ['METHODS', 'INITIAL', 'CountsClampedWarning', 'CountsFlooredWarning', 'WEventResult', 'count_cap', 'run', 'SHIFT_AUTO_RATIO', 'WEventStream', 'check_counts', 'dissimilarity', 'difference_cap']
+__all__ = ['METHODS', 'INITIAL', 'CountsClampedWarning', 'CountsRoundedWarning', 'WEventResult', 'count_cap', 'run', 'SHIFT_AUTO_RATIO', 'WEventStream', 'check_counts', 'dissimilarity', 'difference_cap']
 
 
 METHODS = ("uniform", "sample", "bd", "ba")
@@ -44,7 +44,7 @@ def count_cap(*, noise: str) -> float:
     return float(cap)
 
 
-class CountsFlooredWarning(UserWarning):
+class CountsRoundedWarning(UserWarning):
     """Fractional counts were rounded to whole numbers before float32 arithmetic. The number in the message is read
     from the raw counts: a curator-only diagnostic, not part of the release."""
 
@@ -83,7 +83,7 @@ def _whole_counts(counts, dtype):
         return counts  # whole numbers; or counts `check_counts` refuses (NaN, inf, negative): its message, unchanged
     whole = np.floor(arr)
     whole += (arr - whole) >= 0.5  # exact: x − ⌊x⌋ is exact in float64
-    warnings.warn(CountsFlooredWarning(
+    warnings.warn(CountsRoundedWarning(
         f"{fractional} fractional count(s) were rounded to whole numbers (halves up): float32 arithmetic would round "
         'them by up to 1, moving neighbours by twice the sensitivity (curator-only: this number is read from the '
         'data; noise="float64" keeps fractions).'), stacklevel=3)  # fmt: skip

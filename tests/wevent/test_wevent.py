@@ -688,17 +688,17 @@ def test_fractional_counts_are_rounded_before_float32_so_neighbours_stay_one_apa
     outs = []
     for c in (8388608.5, 8388609.5):
         counts = np.array([[c, 3.0], [c, 3.0]])
-        with pytest.warns(wevent.CountsFlooredWarning, match="2 fractional count"):
+        with pytest.warns(wevent.CountsRoundedWarning, match="2 fractional count"):
             outs.append(np.asarray(wevent.run(key, counts, method=method, w=1, epsilon=1.0).releases, np.float64))
         stream = wevent.WEventStream(key, d=2, method=method, w=1, epsilon=1.0)
-        with pytest.warns(wevent.CountsFlooredWarning, match="1 fractional count"):
+        with pytest.warns(wevent.CountsRoundedWarning, match="1 fractional count"):
             pushed = [stream.push(row) for row in counts[:1]]
-        with pytest.warns(wevent.CountsFlooredWarning):
+        with pytest.warns(wevent.CountsRoundedWarning):
             pushed.append(stream.push(counts[1]))
         np.testing.assert_array_equal(np.concatenate([p.releases for p in pushed]), outs[-1])
     assert np.all(np.abs(outs[1] - outs[0])[:, 0] <= 1.0)  # the same noise: the sensitivity, not 2
     if method == "bd":
-        with pytest.warns(wevent.CountsFlooredWarning):
+        with pytest.warns(wevent.CountsRoundedWarning):
             wevent.run_partitioned(key, np.array([[0.5, 2.0, 1.0]] * 3), method="bd", w=2, epsilon=1.0, groups=1)
     # found in review of the fix: object inputs (Fractions, a nullable pandas column) skipped it, and ⌊x⌋ turned
     # 0.29·100 = 28.999999999999996 into 28. Rounding is to the nearest, halves up, for every input that reaches
@@ -707,7 +707,7 @@ def test_fractional_counts_are_rounded_before_float32_so_neighbours_stay_one_apa
 
     whole = np.asarray(wevent.run(key, np.array([[29.0, 8388610.0]]), method=method, w=1, epsilon=1.0).releases)
     for odd in (np.array([[0.29 * 100, 8388609.5]]), np.array([[Fraction(29), Fraction(16777219, 2)]], dtype=object)):
-        with pytest.warns(wevent.CountsFlooredWarning):
+        with pytest.warns(wevent.CountsRoundedWarning):
             got = np.asarray(wevent.run(key, odd, method=method, w=1, epsilon=1.0).releases)
         np.testing.assert_array_equal(got, whole)
     with warnings.catch_warnings():
