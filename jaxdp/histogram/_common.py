@@ -135,5 +135,5 @@ def _check_grid(noise, epsilon, sensitivity, h, coordinates=1, *, snapped="sums"
     sens = np.asarray(sensitivity, np.float64)
     mechanisms.check_grid_ratio(epsilon=epsilon, sensitivity=sens, coordinates=coordinates)
     x = np.asarray(h, np.float64)
-    largest = {"bins": lambda: x.max(), "dft": lambda: np.sqrt(np.sum(x * x)), "sums": lambda: x.sum()}[snapped]()
+    largest = x.max() if snapped == "bins" else np.linalg.norm(x) if snapped == "dft" else x.sum()
     mechanisms.check_grid_values(float(largest), sensitivity=sens, coordinates=coordinates)
