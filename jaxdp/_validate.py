@@ -392,6 +392,9 @@ def one_key(value, what: str):
     return value
 
 
+MAX_RECORDS = 2**40  # records of a table to bucketize (F′-privacy)
+
+
 def fprime(o, fp, values=None) -> None:
     """Raise if no F′-private bucketization exists (Lemma 3.7: needs f′_i ≥ f_i), naming the value."""
     raw = np.asarray(o)
@@ -399,6 +402,10 @@ def fprime(o, fp, values=None) -> None:
             or np.any(raw < 0) or np.any(raw != np.round(raw)) or raw.sum() < 1:
         # found in review: counts of 1.5 were truncated silently and empty counts ended in a NumPy error
         raise ValueError("the counts o_i must be non-negative whole numbers, not all zero.")
+    if raw.sum() > MAX_RECORDS:  # found in review: at 2**53 records the integer program's float64 counts and the
+        # two-size search's int64 loss (≤ N·M′) rounded or overflowed into a setting that placed the wrong number of records
+        raise ValueError(f"the counts total {raw.sum():.6g} records, more than the 2**40 that the bucketings' exact "
+                         "arithmetic (float64 f′·S, an int64 loss up to N·M′) holds: bucketize the table in parts.")
     o = raw.astype(np.int64)
     fp = np.asarray(fp, np.float64)
     if o.shape != fp.shape or o.ndim != 1:

@@ -11,12 +11,13 @@ exact combinatorics on the per-value counts o_i:
 * `record_partition` (Section 4.3), `two_size_bucketing` (Algorithm 1 with loss-based pruning, Lemma
   5.25, and privacy-based pruning by vectorized binary searches, Theorem 5.30), `multi_size_bucketing`
   (Algorithm 2), `optimal_bucketing` (the exact integer program, solved by SciPy's HiGHS `milp`);
-* `anatomy` (ℓ-diversity buckets of size ℓ or ℓ+1; the eligibility check is reported, records are never
-  dropped), `publish` (QIT/ST, optional σ fake values per bucket against the corruption attack, Sec. 6);
+* `anatomy` (ℓ-diversity buckets of size ℓ or more, each value at most once; the eligibility check is reported,
+  records are never dropped), `publish` (QIT/ST, optional σ fake values per bucket against the corruption attack, Sec. 6);
 * metrics `loss`, `mse` (Definition 3.9), `relative_error` of random count queries (Section 7.2.2);
 * `inference_moments` / `simulate_inference`: the differential inference theorem (Theorem 2).
 
-Floors ⌊f′_i S⌋ are taken with a 1e-9 tolerance (f′ = 0.29, S = 100 must give 29, not 28).
+Floors ⌊f′_i S⌋ are taken with a relative slack of 2⁻⁵⁰ (f′ = 0.29, S = 100 must give 29, not 28), so the F′ bound
+holds to f′·(1 + 2⁻⁵⁰).
 
 Modules: `validity`, `heuristics`, `optimal`, `metrics`, `data`, `tables`.
 """

@@ -45,7 +45,10 @@ def eia_table() -> tuple[np.ndarray, np.ndarray]:
 
 
 def load_table(path: str, *, sensitive: str) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Read a CSV with a header; `sensitive` names the SA column. Returns (QI names, qi [N, d] str, sa [N] str)."""
+    """Read a CSV with a header; `sensitive` names the SA column. Returns (QI names, qi [N, d] str, sa [N] str).
+
+    Every field is stripped of surrounding white space (found in review: in a file written as ``30, flu``, " flu" and
+    "flu" were two SA values, each with its own f′, and a bucket of only flu passed the F′ check)."""
     import csv
 
     with open(path, newline="") as f:
@@ -56,7 +59,7 @@ def load_table(path: str, *, sensitive: str) -> tuple[list[str], np.ndarray, np.
     if sensitive not in header:
         raise ValueError(f"sensitive column {sensitive!r} not in the header {header}.")
     j = header.index(sensitive)
-    body = [r for r in rows[1:] if r]
+    body = [[v.strip() for v in r] for r in rows[1:] if r]
     if any(len(r) != len(header) for r in body):
         raise ValueError(f"{path}: ragged rows (every row needs {len(header)} fields).")
     data = np.asarray(body, dtype=str)

@@ -23,10 +23,17 @@ __all__ = ['Bucketing', 'two_size_bucketing', 'multi_size_bucketing', 'two_size'
 
 
 class Bucketing(NamedTuple):
-    """A bucketization: `bucket[r]` is the bucket id of record r; `setting` lists (size, count) pairs."""
+    """A bucketization: `bucket[r]` is the bucket id of record r; `setting` lists (size, count) pairs; `fprime` the
+    (SA value, f′) pairs it was built for (`anatomy`: 1/ℓ for every value), which `publish` re-checks on the table
+    it is given (None for a hand-made bucketing: pass `publish` the f′)."""
 
     bucket: np.ndarray
     setting: tuple
+    fprime: tuple | None = None
+
+
+def _pairs_of(values, fp) -> tuple:
+    return tuple(zip(values.tolist(), np.asarray(fp, np.float64).tolist()))
 
 
 def assign_records(values_idx, classes):
@@ -287,7 +294,7 @@ def multi_size_bucketing(sa, fp_of_value, *, m_min: int | None = None, m_max: in
     merged: dict[int, int] = {}
     for s, b, _ in classes:
         merged[s] = merged.get(s, 0) + b
-    return Bucketing(assign_records(idx, classes), tuple(sorted(merged.items())))
+    return Bucketing(assign_records(idx, classes), tuple(sorted(merged.items())), _pairs_of(values, fp))
 
 
 def two_size(sa, fp_of_value, *, m_min: int | None = None, m_max: int = 50) -> Bucketing:
@@ -300,15 +307,16 @@ def two_size(sa, fp_of_value, *, m_min: int | None = None, m_max: int = 50) -> B
         raise ValueError(f"no valid two-size setting with bucket sizes in [M, M′ = {m_max}]; raise M′.")
     idx = np.searchsorted(values, np.asarray(sa))
     classes = [c for c in _two_size_classes(o, fp, res) if c[1] > 0]
-    return Bucketing(assign_records(idx, classes), tuple((s, b) for s, b, _ in classes))
+    return Bucketing(assign_records(idx, classes), tuple((s, b) for s, b, _ in classes), _pairs_of(values, fp))
 
 
 def anatomy(sa, *, ell: int) -> Bucketing:
-    """Anatomy-style ℓ-diversity (Xiao & Tao): buckets of ℓ distinct values (size ℓ), leftover records
-    added to buckets that do not yet hold their value (size ℓ + 1).
+    """Anatomy-style ℓ-diversity (Xiao & Tao): buckets of ℓ distinct values (size ℓ), each leftover record
+    added to the smallest bucket that does not yet hold its value (so a few buckets have more than ℓ + 1).
 
     Raises `ValueError` when the eligibility condition ``max_i f_i ≤ 1/ℓ`` fails (reported, no record is
-    dropped). Every bucket then has each SA value at most once.
+    dropped). Every bucket then has each SA value at most once, so every frequency is ≤ 1/ℓ (the `Bucketing`'s
+    f′ for `publish`'s check).
     """
     values, o = value_counts(sa)
     ell = _validate.size("ell", ell)
@@ -332,13 +340,18 @@ def anatomy(sa, *, ell: int) -> Bucketing:
             recs.append(r)
             remaining[i] -= 1
         members.append(set(idx[recs].tolist()))
+    size = [ell] * len(members)
     for i in np.flatnonzero(remaining):
         for r in pools[i]:
-            g = next((g for g in range(len(members)) if i not in members[g] and np.sum(bucket == g) == ell), None)
-            if g is None:
+            # found in review: only buckets of size ℓ were candidates, and two leftovers that fit only the same
+            # bucket ended in a RuntimeError on eligible tables (counts [3, 2, 2, 3, 3, 2], ℓ = 4)
+            free = [g for g in range(len(members)) if i not in members[g]]
+            if not free:
                 raise RuntimeError("Anatomy could not place a residual record; please report this input.")
+            g = min(free, key=lambda g: (size[g], g))
             bucket[r] = g
             members[g].add(int(i))
+            size[g] += 1
     sizes = np.bincount(bucket)
     setting = tuple(sorted((int(s), int(c)) for s, c in zip(*np.unique(sizes, return_counts=True))))
-    return Bucketing(bucket, setting)
+    return Bucketing(bucket, setting, _pairs_of(values, np.full(values.size, 1.0 / ell)))

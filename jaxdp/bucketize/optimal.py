@@ -9,7 +9,7 @@ import scipy.optimize
 import scipy.sparse
 import scipy.sparse.csgraph
 
-from jaxdp.bucketize.heuristics import Bucketing, _setting_loss, assign_records
+from jaxdp.bucketize.heuristics import Bucketing, _pairs_of, _setting_loss, assign_records
 from jaxdp.bucketize.validity import _floor, bucket_sizes, check_fprime, fprime_of, value_counts
 
 __all__ = ['optimal_bucketing', 'optimal']
@@ -73,4 +73,4 @@ def optimal(sa, fp_of_value, *, m_min=None, m_max: int = 50, time_limit: float =
         raise ValueError("the integer program found no valid setting within the size range / time limit.")
     setting, per, _ = res
     idx = np.searchsorted(values, np.asarray(sa))
-    return Bucketing(assign_records(idx, [(s, b, per[s]) for s, b in setting]), tuple(setting))
+    return Bucketing(assign_records(idx, [(s, b, per[s]) for s, b in setting]), tuple(setting), _pairs_of(values, fp))
