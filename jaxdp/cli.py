@@ -322,12 +322,11 @@ def _released_with_ids(reader, m: int) -> tuple[int, int]:
     released; the default target length l is this number, so that the whole ε is spent. It depends only on
     the ids and their arrival order, which jaxdp treats as public (README, "What is assumed public").
     """
-    from jaxdp.hvc.stream import Planner
+    from jaxdp.hvc.stream import Planner, subject_keys
 
     planner, rows, released = Planner(m, None), 0, 0
     for x, ids, _ in reader.batches():
-        subjects = ids.to_pylist() if hasattr(ids, "to_pylist") else list(ids)
-        for j, subject in enumerate(subjects):
+        for j, subject in enumerate(subject_keys(id_values(ids), x.shape[0])):  # the anonymizer's own keys
             released += sum(len(frame) for frame, _ in planner.feed(rows + j, ("id", subject)))
         rows += x.shape[0]
     released += sum(len(frame) for frame, _ in planner.flush(rows - 1)) if rows else 0

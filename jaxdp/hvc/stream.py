@@ -260,7 +260,12 @@ def _check_records(records, d: int | None = None) -> np.ndarray:
     return np.asarray(records)
 
 
-def _check_ids(ids, n: int):
+def subject_keys(ids, n: int):
+    """The planner's key of each record's subject: one key for equal ids in any of their forms (`_subject_key`),
+    checked (one id per record, none missing); None for no ids. Every front end groups subjects by these keys,
+    and so does the CLI when it counts the records a table with ids will release (found in review: it counted raw
+    ids, so nanosecond timestamps truncated to microseconds merged subjects, and one string in two Unicode forms
+    split one)."""
     if ids is None:
         return None
     if hasattr(ids, "to_pylist"):  # a pyarrow array
@@ -848,7 +853,7 @@ def _prepare(records, config: HVCConfig, ids, bounds, epsilon=None):
     records = _check_records(records)
     if records.shape[0] == 0:
         raise ValueError("records is empty: nothing to anonymize.")
-    ids = _check_ids(ids, records.shape[0])
+    ids = subject_keys(ids, records.shape[0])
     lo, hi, private = codec.resolve_bounds(bounds, records)
     if lo.shape[0] != records.shape[1]:
         raise ValueError(f"bounds describe {lo.shape[0]} attributes but records have d = {records.shape[1]}.")
@@ -1128,7 +1133,7 @@ class StreamAnonymizer:
 
     def _push(self, records, ids):
         records = _check_records(records, self.d)
-        ids = _check_ids(ids, records.shape[0])
+        ids = subject_keys(ids, records.shape[0])
         if ids is None:  # every record a new subject: the planner works per frame, not per record
             first = self.rows_seen
             emitted, n_open = self.planner.feed_distinct(first, records.shape[0])

@@ -140,6 +140,27 @@ def test_ids_default_target_is_the_records_released_and_spends_all_of_epsilon(tm
     assert [int(r[0]) for r in rows] == [int(ids[i]) for i in batch.index]
 
 
+def test_ids_default_target_counts_subjects_by_the_anonymizers_own_keys(tmp_path):
+    """Found in review: the default target length counted raw ids (`to_pylist`), the run grouped them by its own keys,
+    so six nanosecond-timestamp ids (1–6 ns, truncated to one microsecond) counted as 1 subject and 5 records were
+    dropped as 'budget spent', and one name in two Unicode forms counted as 2 subjects (half of ε spent)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"id": pa.array(np.arange(1, 7), pa.int64()).cast(pa.time64("ns")),
+                             "x": pa.array([1.0, 2, 3, 4, 5, 6])}), src)  # fmt: skip
+    uni = tmp_path / "u.csv"
+    uni.write_bytes("id,x\n\u00e9,1\ne\u0301,2\n".encode())  # é as one code point (NFC) and as e + accent (NFD)
+    for path, expected in ((src, (6, 0, 0)), (uni, (1, 1, 0))):
+        out, rep = tmp_path / "out.csv", tmp_path / "r.json"
+        assert cli.main(["anonymize", str(path), "-o", str(out), "--ids-column", "id", "--bounds", "0:10", "--seed", "1",
+                         "--block", "1", "--delay", "3", "--report", str(rep), "--quiet"]) == 0  # fmt: skip
+        report = json.loads(rep.read_text())
+        assert (report["records_out"], report["superseded"], report["dropped"]) == expected, path
+        assert report["epsilon_spent"] == pytest.approx(1.0), path
+
+
 @pytest.mark.parametrize(
     "content, extra, message",
     [
