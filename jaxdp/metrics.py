@@ -139,6 +139,8 @@ def marginal_tv(y, x, lo, hi, *, bins: int = 10, pairs: bool = True) -> tuple[fl
 
 
 def _corr(z):
+    scale = np.max(np.abs(z), axis=0)  # found in review: squares of values near 1e-170 underflowed to a NaN correlation
+    z = z / np.where(scale > 0, scale, 1.0)
     zc = z - z.mean(axis=0)
     sd = np.sqrt(np.sum(zc**2, axis=0))
     ok = np.ptp(z, axis=0) > 0  # a constant column (found in review: rounding of its mean made two correlate −1)
@@ -187,15 +189,19 @@ def regression_r2(y, x, *, target: int = -1) -> float:
                          "divides by its variance).")
     feats = [j for j in range(d) if j != t]
 
-    def design(z):
-        return np.column_stack([np.ones(z.shape[0]), z[:, feats]])
+    def design(z, mu, sc):  # features centred and scaled by the release's own moments (the same fitted model;
+        # found in review: with raw features near 1e20, lstsq's cut-off dropped the intercept and R² changed with scale)
+        return np.column_stack([np.ones(z.shape[0]), (z[:, feats] - mu) / sc])
 
     xt = x[:, t]
-    tot = np.sum((xt - xt.mean()) ** 2)
+    unit = np.max(np.abs(xt - xt.mean()))  # residuals measured in this unit: their squares neither under- nor overflow
+    tot = np.sum(((xt - xt.mean()) / unit) ** 2)
     out = []
     for y_r in y:
-        coef, *_ = np.linalg.lstsq(design(y_r), y_r[:, t], rcond=None)
-        out.append(1.0 - np.sum((xt - design(x) @ coef) ** 2) / tot)
+        mu, sc = y_r[:, feats].mean(axis=0), np.max(np.abs(y_r[:, feats] - y_r[:, feats].mean(axis=0)), axis=0)
+        sc = np.where(sc > 0, sc, 1.0)
+        coef, *_ = np.linalg.lstsq(design(y_r, mu, sc), y_r[:, t], rcond=None)
+        out.append(1.0 - np.sum(((xt - design(x, mu, sc) @ coef) / unit) ** 2) / tot)
     return float(np.mean(out))
 
 
