@@ -162,9 +162,9 @@ def microaggregate(
     starts = np.r_[0, np.flatnonzero(np.diff(frame)) + 1]  # first released row of every frame
     pos = np.arange(index.shape[0]) - np.repeat(starts, np.diff(np.r_[starts, index.shape[0]]))
     key_rows = frame * (index.shape[0] + 1) + pos // group  # a group id unique across frames
-    _, grp = np.unique(key_rows, return_inverse=True)
+    _, first, grp = np.unique(key_rows, return_index=True, return_inverse=True)
     sizes = np.bincount(grp).astype(np.float64)
-    eps_group = eps_frames[np.asarray([frame[np.argmax(grp == g)] for g in range(sizes.shape[0])])]
+    eps_group = eps_frames[frame[first]]  # each group's frame budget (a loop over groups was quadratic: review)
     noisy = _group_release(key, x, grp, eps_group, sizes, float(np.sum(hi - lo)), config, lo, hi)
     out = np.clip(noisy, lo, hi)[..., grp, :]
     return _result(out, index, frame, planner, eps_frames, private, lo, hi, delay)
