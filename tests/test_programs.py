@@ -84,6 +84,7 @@ def _leaks(folder):
     return found
 
 
+@pytest.mark.slow  # three JAX processes (25–54 s of one worker), an audit of the cache: in CI's second step
 def test_cached_programs_release_the_same_and_hold_no_data(tmp_path, lean_worker):
     cache, mutant = tmp_path / "cache", tmp_path / "mutant"
     first, a = _run(tmp_path, cache, tmp_path / "a.npz", mutant)

@@ -31,6 +31,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # a second JAX process with 8 devices (≈ 9–14 s of one worker): in CI's second step
 def test_sharded_over_8_cpu_devices_equals_unsharded_and_single_runs(tmp_path, lean_worker):
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
     a, b = tmp_path / "many.npy", tmp_path / "single.npy"
