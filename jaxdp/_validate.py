@@ -402,9 +402,9 @@ def fprime(o, fp, values=None) -> None:
             or np.any(raw < 0) or np.any(raw != np.round(raw)) or raw.sum() < 1:
         # found in review: counts of 1.5 were truncated silently and empty counts ended in a NumPy error
         raise ValueError("the counts o_i must be non-negative whole numbers, not all zero.")
-    if raw.sum() > MAX_RECORDS:  # found in review: at 2**53 records the integer program's float64 counts and the
+    if np.any(raw > MAX_RECORDS) or raw.astype(np.float64).sum() > MAX_RECORDS:  # (an integer sum can wrap around)  # found in review: at 2**53 records the integer program's float64 counts and the
         # two-size search's int64 loss (≤ N·M′) rounded or overflowed into a setting that placed the wrong number of records
-        raise ValueError(f"the counts total {raw.sum():.6g} records, more than the 2**40 that the bucketings' exact "
+        raise ValueError(f"the counts total {raw.astype(np.float64).sum():.6g} records, more than the 2**40 that the bucketings' exact "
                          "arithmetic (float64 f′·S, an int64 loss up to N·M′) holds: bucketize the table in parts.")
     o = raw.astype(np.int64)
     fp = np.asarray(fp, np.float64)

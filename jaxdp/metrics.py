@@ -189,8 +189,9 @@ def regression_r2(y, x, *, target: int = -1) -> float:
                          "divides by its variance).")
     feats = [j for j in range(d) if j != t]
 
-    def design(z, mu, sc):  # features centred and scaled by the release's own moments (the same fitted model;
-        # found in review: with raw features near 1e20, lstsq's cut-off dropped the intercept and R² changed with scale)
+    def design(z, mu, sc):  # features centred and scaled by the release's own moments (the same model where the
+        # features vary; a feature constant in the release gets weight 0 rather than a share of the intercept). Found in
+        # review: with raw features near 1e20, lstsq's cut-off dropped the intercept and R² changed with scale
         return np.column_stack([np.ones(z.shape[0]), (z[:, feats] - mu) / sc])
 
     xt = x[:, t]

@@ -17,7 +17,7 @@ exact combinatorics on the per-value counts o_i:
 * `inference_moments` / `simulate_inference`: the differential inference theorem (Theorem 2).
 
 Floors ⌊f′_i S⌋ are taken with a relative slack of 2⁻⁵⁰ (f′ = 0.29, S = 100 must give 29, not 28), so the F′ bound
-holds to f′·(1 + 2⁻⁵⁰).
+holds to about f′·(1 + 2⁻⁵⁰).
 
 Modules: `validity`, `heuristics`, `optimal`, `metrics`, `data`, `tables`.
 """

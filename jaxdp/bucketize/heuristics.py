@@ -33,7 +33,8 @@ class Bucketing(NamedTuple):
 
 
 def _pairs_of(values, fp) -> tuple:
-    return tuple(zip(values.tolist(), np.asarray(fp, np.float64).tolist()))
+    return tuple(zip(list(values), np.asarray(fp, np.float64).tolist()))  # the values as NumPy keeps them (found in
+    # review: tolist() turned datetime64 values into dates or ints, and publish found no f′ for its own bucketing)
 
 
 def assign_records(values_idx, classes):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import warnings
 
 import jax
@@ -85,9 +87,13 @@ def inference_moments(x: float, y: float, *, epsilon: float) -> tuple[float, flo
     """The differential inference theorem (Theorem 2): with X = x + Lap(b), Y = y + Lap(b), b = 1/ε,
     ``E[Y/X] ≈ (y/x)(1 + 2b²/x²)`` and ``var[Y/X] ≈ (2b²/x²)(1 + (y/x)²)`` (second-order Taylor)."""
     _validate.positive_scalar("epsilon", epsilon)
+    values = []
     for name, v in (("x", x), ("y", y)):  # found in review: x = 0 ended in a ZeroDivisionError, NaN passed silently
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v):
-            raise ValueError(f"{name} must be a finite number (a true count), got {v!r}.")
+        a = np.asarray(v) if not isinstance(v, (bool, np.bool_)) else np.asarray(None)
+        if a.ndim or a.dtype.kind not in "iuf" and not isinstance(v, numbers.Rational) or not np.isfinite(float(v)):
+            raise ValueError(f"{name} must be a finite real number (a true count), got a {type(v).__name__}.")  # not its value
+        values.append(float(v))
+    x, y = values
     if x == 0:
         raise ValueError("x must be non-zero: the theorem's expansion is in b/x (a count of 0 has no ratio Y/X).")
     b = 1.0 / epsilon

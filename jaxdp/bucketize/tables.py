@@ -10,7 +10,7 @@ import numpy as np
 
 from jaxdp import _validate
 from jaxdp.bucketize.heuristics import Bucketing
-from jaxdp.bucketize.validity import is_fprime_private, value_counts
+from jaxdp.bucketize.validity import fprime_of, is_fprime_private, value_counts
 
 __all__ = ['PublishedTables', 'publish']
 
@@ -114,6 +114,11 @@ def publish(key: jax.Array, qi, sa, bucketing: Bucketing, *, fake: int = 0, doma
     if fp is None:
         raise ValueError("this Bucketing carries no f′ (it was not built by multi_size_bucketing, two_size, optimal or "
                          "anatomy): pass fprime={SA value: f′, …} so publish can check F′-privacy before publishing.")
+    try:
+        fprime_of(real, fp)
+    except ValueError as e:
+        raise ValueError(f"the bucketing's f′ does not cover every SA value of this sa ({e}): bucketize the table you "
+                         "publish, or pass fprime=.") from None
     if not is_fprime_private(sa, bid, fp):
         raise ValueError("the bucketing is not F′-private for this sa: some bucket holds an SA value above its f′. Was it "
                          "computed for another table, or for these records in another order? Bucketize the table you "

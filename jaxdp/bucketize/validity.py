@@ -139,10 +139,10 @@ def assignment_exists(o, caps, sizes) -> bool:
     caps = np.asarray(caps, np.int64)
     sizes = np.asarray(sizes, np.int64)
     m, q = caps.shape
-    if any(a.size and (a.min() < 0 or a.sum() >= 2**31) for a in (o, caps, sizes)):
+    if any(a.size and (a.min() < 0 or a.max() >= 2**31) for a in (o, caps, sizes)) or o.sum() >= 2**31 or sizes.sum() >= 2**31:
         # found in review: counts of 2**31 ended in NumPy's OverflowError (SciPy's max flow takes int32 capacities)
-        raise ValueError("assignment_exists takes counts, capacities and sizes in [0, 2**31) (SciPy's maximum flow "
-                         "works in int32) with totals below 2**31: bucketize the table in parts.")
+        raise ValueError("assignment_exists takes counts, capacities and sizes in [0, 2**31), and counts and sizes that "
+                         "total below 2**31 (SciPy's maximum flow works in int32): bucketize the table in parts.")
     if o.sum() != sizes.sum():
         return False
     n = m + q + 2
@@ -210,7 +210,7 @@ def is_fprime_private(sa, bucket, fp_of_value) -> bool:
     most ⌊f′_i·S·(1 + 2⁻⁵⁰)⌋ times.
 
     Independent of the algorithms in that it recounts every bucket from `sa` and `bucket` (not from the setting the
-    algorithm chose); it applies their rounding rule, so the bound holds to a relative 2⁻⁵⁰ of f′ (f′ = 0.29 written
+    algorithm chose); it applies their rounding rule, so the bound holds to a relative ≈ 2⁻⁵⁰ of f′ (f′ = 0.29 written
     in decimal, 0.28999999999999998 in float64, allows 29 records of 100).
 
     Args:

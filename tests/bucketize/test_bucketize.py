@@ -428,6 +428,11 @@ def test_publish_rechecks_fprime_on_the_table_it_is_given(key):
     with pytest.raises(ValueError, match="not F′-private"):
         B.publish(key, np.zeros((4, 1)), np.asarray(["a", "a", "b", "b"]), hand, fprime={"a": 0.5, "b": 0.5})
     assert B.publish(key, np.zeros((4, 1)), np.asarray(["a", "b", "a", "b"]), hand, fprime={"a": 0.5, "b": 0.5}).qi.shape == (4, 1)
+    for unit in ("D", "ns"):  # found in review of the above: datetime64 values were stored as dates / ints, not found
+        dates = even.astype(f"datetime64[{unit}]")
+        assert B.publish(key, np.zeros((dates.size, 1)), dates, B.anatomy(dates, ell=3)).st_value.size == dates.size
+    with pytest.raises(ValueError, match="does not cover every SA value"):
+        B.publish(key, np.zeros((4, 1)), np.asarray(["a", "b", "a", "c"]), hand, fprime={"a": 0.5, "b": 0.5})
 
 
 def test_is_fprime_private_equals_a_per_bucket_count_and_its_slack_is_relative_2_to_minus_50():
@@ -454,13 +459,22 @@ def test_counts_beyond_exact_arithmetic_and_degenerate_inputs_are_refused(tmp_pa
         B.two_size_bucketing([2**58, 2**58], [0.5, 0.5])
     with pytest.raises(ValueError, match=r"2\*\*40"):
         B.optimal_bucketing([2**53 + 1, 2**53 + 1], [0.5, 0.5])
+    with pytest.raises(ValueError, match=r"2\*\*40"):  # an integer sum that wraps around to 3
+        B.two_size_bucketing(np.array([2**63, 2**63, 3], np.uint64), [1.0, 1.0, 1.0])
     with pytest.raises(ValueError, match=r"2\*\*31"):
         B.assignment_exists([2**31, 0], [[2**31], [0]], [2**31])
     assert B.assignment_exists([2, 2], [[1, 1], [1, 1]], [2, 2])
+    assert B.assignment_exists([2**30], [[2**30, 2**30]], [2**30, 0])  # capacities may total 2**31: each edge fits
     with pytest.raises(ValueError, match="non-zero"):
         B.inference_moments(0.0, 1.0, epsilon=1.0)
-    with pytest.raises(ValueError, match="finite"):
+    with pytest.raises(ValueError, match="finite") as err:
         B.inference_moments(float("nan"), 1.0, epsilon=1.0)
+    assert "nan" not in str(err.value).lower().replace("finite", "")  # the type, never the (true) value
+    from fractions import Fraction
+
+    want = B.inference_moments(37.0, 12.0, epsilon=1.0)
+    for x in (np.asarray(37.0), np.float32(37.0), Fraction(37), 37):  # array scalars and rationals, as before
+        assert B.inference_moments(x, 12, epsilon=1.0) == pytest.approx(want)
     with pytest.raises(ValueError, match="theta"):
         B.fprime_linear([0.5], theta=float("nan"))
     path = tmp_path / "t.csv"
