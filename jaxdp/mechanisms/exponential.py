@@ -28,7 +28,9 @@ _MAX_DISTANCE = 2**24 - 1  # score distances are clamped here (float32 holds the
 def _score_grid(epsilon, sensitivity):
     """Spacing γ_s of the integer scores: ≤ Δ/256, coarser at tiny ε so that c·M ≥ 64 (public values only)."""
     steps = jnp.clip(epsilon * (_MAX_DISTANCE / 128.0) - 2.0, 1.0, 256.0)  # Δ/γ_s at most this
-    return jnp.exp2(jnp.floor(jnp.log2(sensitivity / steps)))
+    x = sensitivity / steps  # an exact power of two (`ldexp`; found in review: float32 `exp2` on CPU is not exact
+    # for most exponents outside [−14, 12], e.g. 3.8146970382513246e-06 for 2⁻¹⁸)
+    return jnp.ldexp(jnp.ones_like(x), jnp.floor(jnp.log2(x)).astype(jnp.int32))
 
 
 _SPLIT_LIMIT = 2.0**22  # exponential_exact_core(public=...): each integer part is clamped here (sum < 2^23)

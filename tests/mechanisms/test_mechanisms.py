@@ -253,6 +253,26 @@ def test_scales_that_underflow_or_overflow_the_noise_dtype_are_refused(key):
     assert np.all(np.asarray(out) != 0.0)  # a tiny but normal scale still adds noise
 
 
+def test_epsilon_or_sensitivity_beyond_the_dtype_and_scales_whose_draws_flush_are_refused(key):
+    """Found in review: the range check looked at Δ/ε in float64 only, but the kernel casts ε and Δ to float32 one by
+    one — ε = 10³⁹ became inf and Δ = 10⁻³⁹ flushed to 0, so the data came out unchanged (laplace_mechanism,
+    add_standard_laplace, l2_norm_noise); and a scale just above float32's smallest normal number released 44 % of
+    the entries without noise (a variate below 1 times it is subnormal, flushed to 0 on CPU)."""
+    x = jnp.asarray([5.0, 7.0], jnp.float32)
+    z = mechanisms.standard_laplace(key, (2,), jnp.float32)
+    for eps, sens in ((1e39, 1e34), (1e-3, 1e-39)):
+        with pytest.raises(ValueError, match="outside what float32 holds"):
+            mechanisms.laplace_mechanism(key, x, epsilon=eps, sensitivity=sens)
+        with pytest.raises(ValueError, match="outside what float32 holds"):
+            mechanisms.add_standard_laplace(z, x, epsilon=eps, sensitivity=sens)
+        with pytest.raises(ValueError, match="outside what float32 holds"):
+            mechanisms.l2_norm_noise(key, (3,), dim=3, epsilon=eps, sensitivity=sens, dtype=jnp.float32)
+    with pytest.raises(ValueError, match="flushes to 0"):
+        mechanisms.laplace(key, np.float32(2e-38), shape=(1000,))
+    out = np.asarray(mechanisms.laplace(key, np.float32(1e-30), shape=(1000,)))
+    assert np.all(out != 0.0)  # above the limit every draw keeps its noise
+
+
 def test_grid_ratios_just_under_the_limit_are_refused_not_released_as_nan(key):
     """The eager check computed b/γ in float64 without the kernel's float32 rounding and 16-ulp margin: a
     ratio just under 2²⁹ passed it and reached 2²⁹ in the kernel, which releases NaN."""
