@@ -402,10 +402,12 @@ def fprime(o, fp, values=None) -> None:
             or np.any(raw < 0) or np.any(raw != np.round(raw)) or raw.sum() < 1:
         # found in review: counts of 1.5 were truncated silently and empty counts ended in a NumPy error
         raise ValueError("the counts o_i must be non-negative whole numbers, not all zero.")
-    if np.any(raw > MAX_RECORDS) or raw.astype(np.float64).sum() > MAX_RECORDS:  # (an integer sum can wrap around)  # found in review: at 2**53 records the integer program's float64 counts and the
-        # two-size search's int64 loss (≤ N·M′) rounded or overflowed into a setting that placed the wrong number of records
-        raise ValueError(f"the counts total {raw.astype(np.float64).sum():.6g} records, more than the 2**40 that the bucketings' exact "
-                         "arithmetic (float64 f′·S, an int64 loss up to N·M′) holds: bucketize the table in parts.")
+    total = raw.astype(np.float64).sum()  # in float64: an integer sum can wrap around (uint64 [2⁶³, 2⁶³, 3] sums to 3)
+    if np.any(raw > MAX_RECORDS) or total > MAX_RECORDS:
+        # found in review: at 2**53 records the integer program's float64 counts and the two-size search's int64 loss
+        # (≤ N·M′) rounded or overflowed into a setting that placed the wrong number of records
+        raise ValueError(f"the counts total {total:.6g} records, more than the 2**40 that the bucketings' exact arithmetic "
+                         "(float64 f′·S, an int64 loss up to N·M′) holds: bucketize the table in parts.")
     o = raw.astype(np.int64)
     fp = np.asarray(fp, np.float64)
     if o.shape != fp.shape or o.ndim != 1:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numbers
-
 import warnings
 
 import jax
@@ -87,13 +86,14 @@ def inference_moments(x: float, y: float, *, epsilon: float) -> tuple[float, flo
     """The differential inference theorem (Theorem 2): with X = x + Lap(b), Y = y + Lap(b), b = 1/ε,
     ``E[Y/X] ≈ (y/x)(1 + 2b²/x²)`` and ``var[Y/X] ≈ (2b²/x²)(1 + (y/x)²)`` (second-order Taylor)."""
     _validate.positive_scalar("epsilon", epsilon)
-    values = []
-    for name, v in (("x", x), ("y", y)):  # found in review: x = 0 ended in a ZeroDivisionError, NaN passed silently
-        a = np.asarray(v) if not isinstance(v, (bool, np.bool_)) else np.asarray(None)
-        if a.ndim or a.dtype.kind not in "iuf" and not isinstance(v, numbers.Rational) or not np.isfinite(float(v)):
-            raise ValueError(f"{name} must be a finite real number (a true count), got a {type(v).__name__}.")  # not its value
-        values.append(float(v))
-    x, y = values
+    def real(name, v) -> float:  # found in review: x = 0 ended in a ZeroDivisionError, NaN passed silently
+        number = not isinstance(v, (bool, np.bool_)) and np.ndim(v) == 0 and (
+            np.asarray(v).dtype.kind in "iuf" or isinstance(v, numbers.Rational))
+        if not (number and np.isfinite(float(v))):  # the message names the type, never the (true) value
+            raise ValueError(f"{name} must be a finite real number (a true count), got a {type(v).__name__}.")
+        return float(v)
+
+    x, y = real("x", x), real("y", y)
     if x == 0:
         raise ValueError("x must be non-zero: the theorem's expansion is in b/x (a count of 0 has no ratio Y/X).")
     b = 1.0 / epsilon

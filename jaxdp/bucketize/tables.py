@@ -10,7 +10,7 @@ import numpy as np
 
 from jaxdp import _validate
 from jaxdp.bucketize.heuristics import Bucketing
-from jaxdp.bucketize.validity import fprime_of, is_fprime_private, value_counts
+from jaxdp.bucketize.validity import is_fprime_private, value_counts
 
 __all__ = ['PublishedTables', 'publish']
 
@@ -42,11 +42,13 @@ def publish(key: jax.Array, qi, sa, bucketing: Bucketing, *, fake: int = 0, doma
     The records of one SA value are dealt to that value's places in the buckets at random, and QIT's rows are
     published in a random order: each bucket keeps the SA values the bucketing gave it (so F′-privacy is
     unchanged), but which record of a value sits in which bucket, and where a QI row stands, no longer follows
-    the input order. Before anything is drawn, the bucketing is re-checked on this `sa` against the f′ it was built
-    for (`Bucketing.fprime`, or `fprime`): found in review, a bucketing computed for the table and published with
-    the table's rows in another order (e.g. sorted by SA) broke F′-privacy without complaint. Found in review: QIT kept the input order, and the round-robin assignment put the k-th
+    the input order. Found in review: QIT kept the input order, and the round-robin assignment put the k-th
     record of a value in bucket (c_v + k) mod b — on a table sorted by SA, matching each bucket's QIT rows to its
     sorted ST values recovered every record's SA (100 %; 80 % on a shuffled table, where ST alone allows 28 %).
+
+    Before anything is drawn, the bucketing is re-checked on this `sa` against the f′ it was built for
+    (`Bucketing.fprime`, or `fprime`). Found in review: a bucketing computed for the table and published with the
+    table's rows in another order (e.g. sorted by SA) broke F′-privacy without complaint.
 
     With ``fake = σ > 0`` every bucket's ST also gets σ fake SA values (Section 6), drawn uniformly without
     replacement from the SA domain (`domain`, default the values present) minus the values already in
@@ -54,8 +56,8 @@ def publish(key: jax.Array, qi, sa, bucketing: Bucketing, *, fake: int = 0, doma
     from the real values** to an adversary who knows the SA distribution (it can be read off ST itself): real
     values follow it, fake ones are uniform, so the rarest value of a bucket is usually the fake one. Measured
     (review, `synthetic_table(3, n=5000, m=50)`, θ = 8, MultiSize, σ = 1): that guess finds the fake in 96–97 % of
-    buckets (a random guess: 42.5 %; `tests/bucketize` checks > 90 %). The defence holds only against an adversary who cannot rank values by
-    frequency.
+    buckets (a random guess: 42.5 %; `tests/bucketize` checks > 90 %). The defence holds only against an adversary
+    who cannot rank values by frequency.
 
     The shuffle and the fake values are secret randomness, drawn from `key` as every jaxdp release is:
     pass `jaxdp.fresh_key()` for a publication (anyone who knows the key can tell fake rows from real
@@ -115,11 +117,11 @@ def publish(key: jax.Array, qi, sa, bucketing: Bucketing, *, fake: int = 0, doma
         raise ValueError("this Bucketing carries no f′ (it was not built by multi_size_bucketing, two_size, optimal or "
                          "anatomy): pass fprime={SA value: f′, …} so publish can check F′-privacy before publishing.")
     try:
-        fprime_of(real, fp)
-    except ValueError as e:
+        private = is_fprime_private(sa, bid, fp)
+    except ValueError as e:  # an SA value without an f′ (or an f′ outside (0, 1]): named by position, never by value
         raise ValueError(f"the bucketing's f′ does not cover every SA value of this sa ({e}): bucketize the table you "
                          "publish, or pass fprime=.") from None
-    if not is_fprime_private(sa, bid, fp):
+    if not private:
         raise ValueError("the bucketing is not F′-private for this sa: some bucket holds an SA value above its f′. Was it "
                          "computed for another table, or for these records in another order? Bucketize the table you "
                          "publish, in the order you pass it.")

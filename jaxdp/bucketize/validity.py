@@ -139,7 +139,8 @@ def assignment_exists(o, caps, sizes) -> bool:
     caps = np.asarray(caps, np.int64)
     sizes = np.asarray(sizes, np.int64)
     m, q = caps.shape
-    if any(a.size and (a.min() < 0 or a.max() >= 2**31) for a in (o, caps, sizes)) or o.sum() >= 2**31 or sizes.sum() >= 2**31:
+    entries_fit = all(a.size == 0 or (a.min() >= 0 and a.max() < 2**31) for a in (o, caps, sizes))
+    if not (entries_fit and o.sum() < 2**31 and sizes.sum() < 2**31):
         # found in review: counts of 2**31 ended in NumPy's OverflowError (SciPy's max flow takes int32 capacities)
         raise ValueError("assignment_exists takes counts, capacities and sizes in [0, 2**31), and counts and sizes that "
                          "total below 2**31 (SciPy's maximum flow works in int32): bucketize the table in parts.")
