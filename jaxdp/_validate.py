@@ -197,7 +197,7 @@ def counts(counts, *, dtype=None, with_max: bool = False):
         kind = np.asarray(counts).dtype
     except (TypeError, ValueError):  # ragged rows: reported below
         kind = np.dtype(np.float64)
-    if kind.kind in "cUS":
+    if kind.kind in "cUSmMV":  # (found in review: dates were taken as days since 1970)
         raise TypeError(f"counts must be real numbers, got {kind} values (parse or convert them first).")
     try:
         arr = np.asarray(counts, dtype=np.float64)
@@ -424,9 +424,28 @@ def fprime(o, fp, values=None) -> None:
         raise ValueError(f"no F′-private bucketization exists: the SA value {name} has frequency {f[i]:.10g} > f′ = "
                          f"{fp[i]:.10g} (Lemma 3.7); raise its f′ or merge values.")
 
-def vector(d, name="d") -> np.ndarray:
+def real_values(values, name: str) -> None:
+    """Refuse values NumPy's float cast would misread: complex numbers (their imaginary part dropped), text and
+    bytes (parsed: "1" became 1.0), dates and times (days since 1970) and records (found in review: the tree
+    counters and CMCO took complex and text input, w-event took datetime64 counts)."""
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError):  # ragged: the caller's cast says so
+        return
+    bad = arr.dtype.kind in "cUSmMV"
+    if arr.dtype.kind == "O":
+        bad = any(isinstance(x, (str, bytes, complex, np.complexfloating, np.datetime64, np.timedelta64))
+                  for x in arr.reshape(-1))  # fmt: skip
+    if bad:
+        raise TypeError(f"{name} must be real numbers, got {arr.dtype} values (parse or convert them first).")
+
+
+def vector(d, name="d", *, check_l1: bool = True) -> np.ndarray:
+    """A finite 1-D float64 vector. With `check_l1`, one whose L1 norm float64 holds (callers that clamp each
+    value to a public cap first pass False: the refusal would then depend on the data for nothing)."""
     if isinstance(d, jax.core.Tracer):
         raise TypeError(f"{name} must be concrete (vmap over keys, not over data).")
+    real_values(d, name)
     v = np.asarray(d, dtype=np.float64)
     if v.ndim != 1:
         raise ValueError(f"{name} must be a 1-D vector, got shape {v.shape}.")
@@ -434,7 +453,7 @@ def vector(d, name="d") -> np.ndarray:
         raise ValueError(f"{name} is empty.")
     if not np.all(np.isfinite(v)):
         raise ValueError(f"{name} contains NaN or inf.")
-    if np.abs(v).sum() > 2**53:  # float64 holds every integer (and these sums) only up to 2**53
+    if check_l1 and np.abs(v).sum() > 2**53:  # float64 holds every integer (and these sums) only up to 2**53
         raise ValueError(f"{name}'s L1 norm is beyond 2**53, where float64 rounds neighbours apart by more than the "
                          "sensitivity: scale the data down.")
     return v
@@ -460,6 +479,14 @@ def text_lines(path) -> list[str]:
         raise ValueError(f"{path}:{line}: not valid UTF-8 text; convert the file to UTF-8.") from None
 
 
+def csv_float(text: str) -> float:
+    """A number as CSV writes it: Python's `float` without its digit separators ("1_000" is not 1000 in a CSV
+    file; a `ValueError` as for any text that is not a number)."""
+    if "_" in text:
+        raise ValueError("digit separators are not CSV numbers")
+    return float(text)
+
+
 def read_number_column(path: str) -> np.ndarray:
     """Numbers from a text file: one per line, or the last field of CSV rows; blank lines and ``#``
     comments are skipped, and a non-numeric first line is taken as a header. float64 ``[N]``.
@@ -473,7 +500,7 @@ def read_number_column(path: str) -> np.ndarray:
             continue
         field = line.split(",")[-1].strip()
         try:
-            vals.append(float(field))
+            vals.append(csv_float(field))
         except ValueError:
             if lineno == 1 and not vals:
                 continue  # header

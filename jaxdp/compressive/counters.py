@@ -83,9 +83,19 @@ def _tree_noise(noise):
 
 def _check_tree_noise(epsilon, sensitivity, horizon, out):
     """An output sums up to L + 1 registers of scale (L + 1)·Δ/ε: refuse an ε whose noise would overflow `out`
-    (found in review: ε = 1e-300 released ±inf)."""
+    (found in review: ε = 1e-300 released ±inf), and a Δ whose clamped inputs (`value_cap`: their sums reach
+    2⁴⁰·Δ) would (found in review: Δ = 1e30 released inf in float32). Public values only."""
     levels = _tree_levels(horizon) + 1
     _validate.noise_fits(levels * levels * float(sensitivity) / float(epsilon), out, "the tree counter")
+    _check_sums_fit(sensitivity, out)
+
+
+def _check_sums_fit(sensitivity, out):
+    top = float(np.finfo(out).max)
+    if not 2.0**41 * float(sensitivity) <= top:
+        raise ValueError(f"l1_sensitivity {float(sensitivity):.3g} is too large for {np.dtype(out).name} releases: the "
+                         f"inputs, clamped to 2**40 x l1_sensitivity / horizon, sum to up to 2**40 x l1_sensitivity, "
+                         f"beyond {top:.3g}; scale the data down or use noise=\"float64\".")
 
 
 class ValuesClampedWarning(UserWarning):
@@ -124,6 +134,7 @@ def _clamp_values(x: np.ndarray, horizon: int, l1_sensitivity: float) -> np.ndar
 
 
 def _tree_counter(key, stream, epsilon, l1_sensitivity, horizon, out):
+    _validate.real_values(stream, "stream")
     x = np.asarray(stream, dtype=np.float64)
     if x.ndim not in (1, 2) or x.shape[0] == 0:
         raise ValueError(f"stream must have shape [T] or [T, k] with T >= 1, got {x.shape}.")
@@ -218,6 +229,7 @@ class TreeCounter:
     def push(self, x) -> jax.Array:
         if self._t >= self._horizon:
             raise ValueError(f"the counter's horizon of {self._horizon} steps is used up (its budget covers no more).")
+        _validate.real_values(x, "x")
         v = np.asarray(x, np.float64).reshape(-1)
         if v.size != self._k or not np.all(np.isfinite(v)):
             raise ValueError(f"push takes {self._k} finite value(s), got {np.asarray(x).shape}.")
@@ -270,12 +282,15 @@ def cmco(key: jax.Array, stream, *, epsilon: float, k: int, sparsity: int, times
 
 
 def _cmco(key, stream, epsilon, k, sparsity, times, basis, l1_sensitivity, iterations, refit):
-    v = _check_vector(stream, "stream")
+    # no refusal on the stream's L1 norm: the clamp below bounds it by 2⁴⁰·Δ whatever the data (found in review:
+    # a norm of 2⁵³ + 2 was refused, 2⁵³ − 2 released — neighbours told apart by the refusal)
+    v = _check_vector(stream, "stream", check_l1=False)
     big_t = v.size
     # the counters sum ±D[t]/√k: clamp each D[t] to the tree counter's public cap, so that they stay where float64
     # keeps the noise and the sensitivity (found in review: D near 2⁵³ moved neighbours by 1.7–2× √k·Δ)
     v = _clamp_values(v, big_t, l1_sensitivity)
-    k = _validate.size("k", k)
+    k = _validate.size("k", k, hi=max(1, _validate.MAX_GENERATED // big_t),
+                       why="Φ holds k·T entries (found in review: k = 10⁹ ran out of memory inside XLA).")
     sparsity = _validate.size("sparsity", sparsity)
     _validate.size("iterations", iterations)  # (found in review: 0 was taken; CompressiveConfig refuses it)
     _validate.size("refit", refit)
@@ -292,6 +307,7 @@ def _cmco(key, stream, epsilon, k, sparsity, times, basis, l1_sensitivity, itera
     # partial sums of Φ_t·D[t] round at their magnitude, moving neighbours by more than the noise covers); the
     # prefix sums are cast to the release dtype for the recovery (post-processing), as `compressive` does
     dtype = np.dtype(_validate.float_dtype())
+    _check_cmco_range(epsilon, math.sqrt(k) * l1_sensitivity, big_t, k, dtype)
     with jax.enable_x64(True):
         scale = _register_budget(epsilon, math.sqrt(k) * l1_sensitivity, big_t, np.float64)
         d64 = jnp.asarray(v, np.float64)
@@ -303,6 +319,20 @@ def _cmco(key, stream, epsilon, k, sparsity, times, basis, l1_sensitivity, itera
     if key.shape == ():
         return list(_cmco_recover_jit(phi, sums, *args))
     return list(jax.vmap(lambda a, b: _cmco_recover_jit(a, b, *args))(phi, sums))
+
+
+def _check_cmco_range(epsilon, sensitivity, big_t, k, dtype):
+    """Refuse a CMCO whose release dtype cannot hold its arithmetic (public values only): the counters' sums
+    (`_check_tree_noise`), and the recovery's squared norms of k·T values up to 64 times the larger of the noise
+    scale and the clamped data (found in review: at ε ≤ 1e-18 in float32 the recovery overflowed and released
+    all zeros, where `tree_counter` refused)."""
+    _check_tree_noise(epsilon, sensitivity, big_t, dtype)
+    levels = _tree_levels(big_t) + 1
+    bound = 64.0 * max(levels * levels * float(sensitivity) / float(epsilon), 2.0**40 * float(sensitivity))
+    if not bound * bound * k * big_t <= float(np.finfo(dtype).max):
+        raise ValueError(f"epsilon or l1_sensitivity is out of range for CMCO in {np.dtype(dtype).name}: the recovery "
+                         f"squares values up to {bound:.3g}, which would overflow; raise epsilon, scale the data down "
+                         'or use noise="float64".')
 
 
 @functools.partial(jax.jit, static_argnums=(3, 4))

@@ -37,14 +37,14 @@ def synthetic_counts(seed: int, *, timestamps: int = 1000, columns: int = 100, k
 
 
 def load_counts(path: str) -> np.ndarray:
-    """A user's count stream from CSV (one row per timestamp, one column per count; header optional)."""
+    """A user's count stream from CSV (one row per timestamp, one column per count; header optional: a first row
+    none of whose cells is a number. Found in review: a first row with one bad cell, e.g. a missing first count,
+    was dropped as a header, shifting every timestamp by one)."""
     numbered = [(i, ln.strip()) for i, ln in enumerate(_validate.text_lines(path), 1) if ln.strip()]
     if not numbered:
         raise ValueError(f"{path} is empty.")
     rows = [(i, ln.split(",")) for i, ln in numbered]
-    try:
-        float(rows[0][1][0])
-    except ValueError:
+    if not any(_is_float(v) for v in rows[0][1]):
         rows = rows[1:]  # header
     if not rows:
         raise ValueError(f"{path} has a header but no rows of counts.")
@@ -54,7 +54,7 @@ def load_counts(path: str) -> np.ndarray:
     values = []
     for i, r in rows:
         try:
-            values.append([float(v) for v in r])
+            values.append([_validate.csv_float(v) for v in r])
         except ValueError:  # found in review: float()'s message quoted the cell
             col = next(j for j, v in enumerate(r) if not _is_float(v))
             raise ValueError(f"{path}:{i}, column {col + 1}: not a number.") from None
@@ -66,7 +66,7 @@ def load_counts(path: str) -> np.ndarray:
 
 def _is_float(text: str) -> bool:
     try:
-        float(text)
+        _validate.csv_float(text)
     except ValueError:
         return False
     return True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 from typing import NamedTuple
 
@@ -35,7 +36,8 @@ def count_cap(*, noise: str) -> float:
     """The public cap counts are clamped to: the largest integer the kernel's float dtype holds with all those below
     it (2²⁴ in float32, 2⁵³ in float64; above it neighbouring counts round apart by more than the sensitivity), and
     with ``noise="grid"`` the largest count its grid represents. Clamping is 1-Lipschitz, so it keeps every
-    sensitivity. In float32, fractional counts are rounded to whole numbers (halves up) before the cast (`_whole_counts`). (BD/BA's dissimilarity, whose grid is finer, clips its own inputs further.)"""
+    sensitivity. In float32, fractional counts are rounded to whole numbers (halves up) before the cast (`_whole_counts`); in
+    float64, counts given finer than float64 (Fractions, Decimals, longdoubles) are. (BD/BA's dissimilarity, whose grid is finer, clips its own inputs further.)"""
     noise = mechanisms.check_noise(noise)
     with _arithmetic(noise):
         cap = 2.0**24 if _validate.float_dtype() == np.float32 else 2.0**53
@@ -64,8 +66,10 @@ def _whole_counts(counts, dtype):
     keeps 28.999999999999996 (0.29·100) at 29 (a review found ⌊x⌋ made it 28). Whole numbers, which float32 holds
     exactly up to the cap, go through unchanged and uncopied; a refusal would stop a stream on a value of the
     data."""
-    if np.dtype(dtype) != np.float32 or (isinstance(counts, jax.Array) and counts.dtype.itemsize <= 4):
-        return counts  # float64 arithmetic, or values already float32 (or narrower): the cast cannot round them
+    if np.dtype(dtype) != np.float32:
+        return _whole_precise_counts(counts)  # float64 arithmetic: only inputs finer than float64 are rounded
+    if isinstance(counts, jax.Array) and counts.dtype.itemsize <= 4:
+        return counts  # values already float32 (or narrower): the cast cannot round them
     try:
         arr = np.asarray(counts)
         if arr.dtype.kind == "O":  # e.g. Fractions, a nullable pandas column: `check_counts` reads them as float64
@@ -83,11 +87,70 @@ def _whole_counts(counts, dtype):
         return counts  # whole numbers; or counts `check_counts` refuses (NaN, inf, negative): its message, unchanged
     whole = np.floor(arr)
     whole += (arr - whole) >= 0.5  # exact: x − ⌊x⌋ is exact in float64
-    warnings.warn(CountsRoundedWarning(
-        f"{fractional} fractional count(s) were rounded to whole numbers (halves up): float32 arithmetic would round "
-        'them by up to 1, moving neighbours by twice the sensitivity (curator-only: this number is read from the '
-        'data; noise="float64" keeps fractions).'), stacklevel=3)  # fmt: skip
+    _warn_rounded(fractional, "float32 arithmetic")
     return whole
+
+
+def _warn_rounded(fractional: int, what: str) -> None:
+    warnings.warn(CountsRoundedWarning(
+        f"{fractional} fractional count(s) were rounded to whole numbers (halves up): {what} would round them by up "
+        'to 1, moving neighbours by twice the sensitivity (curator-only: this number is read from the data; '
+        'noise="float64" keeps fractions given as floats).'), stacklevel=4)  # fmt: skip
+
+
+_EXACT_IN_FLOAT64 = (bool, int, float, np.bool_, np.integer, np.float16, np.float32, np.float64)
+
+
+def _whole_precise_counts(counts):
+    """In float64 arithmetic: counts given more precisely than float64 (a longdouble array; `Fraction`s, `Decimal`s or
+    longdoubles in an object array) rounded to whole numbers exactly, halves up, as in float32 (curator-only
+    warning). Found in review: the cast rounds halves to even in [2⁵², 2⁵³), where float64's spacing is 1, so
+    neighbours 2⁵² + 0.5 and 2⁵² + 1.5 reached the kernel 2 apart (≈ 2ε); a rounding that commutes with +1 keeps
+    the sensitivity. Counts given as floats (float64 or narrower) and integers are exact in float64 below the cap
+    and go through unchanged; which inputs are rounded depends on each value's type, never on its size."""
+    if isinstance(counts, jax.Array):
+        return counts
+    try:
+        arr = np.asarray(counts)
+    except (TypeError, ValueError):  # ragged rows, non-numbers: `check_counts` says so
+        return counts
+    if arr.dtype.kind == "f" and arr.dtype.itemsize > 8:  # longdouble: ⌊x⌋ and x − ⌊x⌋ are exact in it
+        if not (np.all(np.isfinite(arr)) and arr.min() >= 0):
+            return counts  # `check_counts` refuses them, with its message
+        whole = np.floor(arr)
+        fractional = int(np.count_nonzero(arr != whole))
+        if fractional:
+            whole += (arr - whole) >= 0.5
+            _warn_rounded(fractional, "the cast to float64")
+            return whole.astype(np.float64)
+        return counts
+    if arr.dtype.kind != "O":
+        return counts
+    flat = arr.reshape(-1)
+    out, fractional = None, 0
+    for i, v in enumerate(flat):
+        if isinstance(v, _EXACT_IN_FLOAT64):
+            continue
+        try:
+            if isinstance(v, np.floating):  # a longdouble scalar: floor in its own precision
+                low = np.floor(v)
+            else:  # Fraction, Decimal: exact Python floor
+                low = math.floor(v)
+            frac = v - low
+            if frac == 0:
+                continue
+            if not (v >= 0):  # negative (or NaN): `check_counts` refuses it
+                return counts
+            if out is None:
+                out = flat.copy()
+            out[i] = int(low) + int(2 * frac >= 1)
+            fractional += 1
+        except (TypeError, ValueError, ArithmeticError, OverflowError):  # not a number: `check_counts` says so
+            return counts
+    if not fractional:
+        return counts
+    _warn_rounded(fractional, "the cast to float64")
+    return out.reshape(arr.shape)
 
 
 def _clamp_counts(data, hi: float, cap: float, source):
@@ -241,6 +304,7 @@ def difference_cap(*, noise: str, sensitivity):
 
     Traceable in `sensitivity`; call inside ``jax.enable_x64`` for the grid's float64 value.
     """
+    noise = mechanisms.check_noise(noise)  # (found in review: noise="bogus" returned the float cap)
     if noise != "grid":
         return FLOAT_DIFFERENCE_CAP
     return (2**29 - 1) * mechanisms.grid_spacing(jnp.asarray(sensitivity, jnp.float64))

@@ -676,3 +676,48 @@ def test_cmco_clamps_its_stream_so_that_neighbours_move_by_the_sensitivity(key):
     near = [np.asarray(C.cmco(key, [d], epsilon=1.0, k=15, sparsity=1, times=[1], noise="float64")[0])
             for d in (cap - 2.0, cap - 1.0)]  # fmt: skip
     assert abs(float(near[1][0] - near[0][0]) - 1.0) <= 2**-10, near
+
+
+def test_counters_refuse_inputs_they_would_misread(key):
+    """Found in review: the tree counters and CMCO took complex input (the imaginary part dropped) and text ("1"
+    read as 1.0)."""
+    for bad in (np.array([1 + 5j, 2.0]), np.array(["1", "2"]), np.array([1.0, "2"], dtype=object)):
+        with pytest.raises(TypeError, match="real numbers"):
+            C.tree_counter(key, bad, epsilon=1.0)
+        with pytest.raises(TypeError, match="real numbers"):
+            C.continual_identity(key, bad, epsilon=1.0)
+        with pytest.raises(TypeError, match="real numbers"):
+            C.cmco(key, np.resize(bad, 4), epsilon=1.0, k=2, sparsity=1, times=[4])
+    with pytest.raises(TypeError, match="real numbers"):
+        C.TreeCounter(key, epsilon=1.0, horizon=4).push(1 + 5j)
+
+
+def test_cmco_clamps_instead_of_refusing_a_large_l1_norm(key):
+    """Found in review: `cmco` refused a stream whose L1 norm passed 2⁵³ before its own clamp (to 2⁴⁰·Δ/T per value)
+    ran, so neighbours just below and above 2⁵³ were told apart by the refusal; the clamp bounds the sums anyway."""
+    outs = []
+    for total in (2.0**53 - 2, 2.0**53 + 2):
+        d = np.array([total / 2, -total / 2, 0.0, 0.0])
+        with pytest.warns(C.ValuesClampedWarning):
+            outs.append(np.asarray(C.cmco(key, d, epsilon=1.0, k=2, sparsity=1, times=[4], l1_sensitivity=4.0)[0]))
+    np.testing.assert_array_equal(outs[0], outs[1])  # both clamped to the same public cap
+
+
+def test_counters_refuse_settings_their_release_dtype_cannot_hold(key):
+    """Found in review: with Δ = 1e30 the tree counters released inf in float32 (the clamped inputs' sums reach
+    2⁴⁰·Δ); at ε ≤ 1e-18 CMCO's float32 recovery overflowed and released all zeros; k = 10⁹ ran out of memory
+    inside XLA. Each is refused up front (public values), and float64 takes what float32 cannot."""
+    with pytest.raises(ValueError, match="too large for float32"):
+        C.tree_counter(key, np.ones(3), epsilon=1.0, l1_sensitivity=1e30)
+    with pytest.raises(ValueError, match="too large for float32"):
+        C.TreeCounter(key, epsilon=1.0, horizon=3, l1_sensitivity=1e30)
+    out = C.tree_counter(key, np.ones(3), epsilon=1.0, l1_sensitivity=1e30, noise="float64")
+    assert np.all(np.isfinite(np.asarray(out)))
+    d = np.zeros(8)
+    d[3] = 5.0
+    with pytest.raises(ValueError, match="out of range for CMCO in float32"):
+        C.cmco(key, d, epsilon=1e-18, k=4, sparsity=2, times=[8])
+    out = C.cmco(key, d, epsilon=1e-15, k=4, sparsity=2, times=[8])[0]
+    assert np.all(np.isfinite(np.asarray(out))) and np.any(np.asarray(out) != 0)
+    with pytest.raises(ValueError, match="k must be at most"):
+        C.cmco(key, d, epsilon=1.0, k=10**9, sparsity=2, times=[8])

@@ -716,3 +716,66 @@ def test_fractional_counts_are_rounded_before_float32_so_neighbours_stay_one_apa
         wevent.run(key, jnp.asarray([[1.5, 3.0]], jnp.float32), method=method, w=1, epsilon=1.0)
         kept = wevent.run(key, np.array([[1.5, 3.0]]), method=method, w=1, epsilon=1.0, noise="float64")
     assert kept.releases.dtype == jnp.float64
+
+
+def test_counts_finer_than_float64_are_rounded_before_the_float64_cast(key):
+    """Found in review: in float64 arithmetic (noise="float64", or x64 on) exact fractions — `Fraction`s, `Decimal`s,
+    longdoubles — reached the kernel through the float64 cast, which rounds halves to even in [2⁵², 2⁵³) where the
+    spacing is 1: neighbours 2⁵² + 0.5 and 2⁵² + 1.5 (1 apart) became 2⁵² and 2⁵² + 2, released 2 apart under the
+    same key (≈ 2ε). They are now rounded to whole numbers exactly, halves up, as in float32 (curator-only warning);
+    counts given as floats keep their fractions."""
+    from decimal import Decimal
+
+    big = 2**52
+    pairs = [
+        (np.array([[Fraction(2 * big + 1, 2)]], dtype=object), np.array([[Fraction(2 * big + 3, 2)]], dtype=object)),
+        (np.array([[Decimal(big) + Decimal("0.5")]], dtype=object), np.array([[Decimal(big) + Decimal("1.5")]], dtype=object)),
+    ]
+    if np.finfo(np.longdouble).nmant > 52:  # (on platforms where longdouble is float64, nothing is finer)
+        pairs.append((np.array([[np.longdouble(big) + np.longdouble(0.5)]]), np.array([[np.longdouble(big) + np.longdouble(1.5)]])))
+    for a, b in pairs:
+        outs = []
+        for counts in (a, b):
+            with pytest.warns(wevent.CountsRoundedWarning, match="1 fractional count"):
+                res = wevent.run(key, counts, method="uniform", w=1, epsilon=1e6, noise="float64")
+            outs.append(float(np.asarray(res.releases, np.float64)[0, 0]) - big)
+            stream = wevent.WEventStream(key, d=1, method="uniform", w=1, epsilon=1e6, noise="float64")
+            with pytest.warns(wevent.CountsRoundedWarning):
+                pushed = stream.push(counts[0])
+            assert float(np.asarray(pushed.releases, np.float64)[0, 0]) - big == outs[-1]
+        assert outs[1] - outs[0] == 1.0, outs  # the sensitivity, not 2
+    with pytest.warns(wevent.CountsRoundedWarning):
+        wevent.run_partitioned(key, np.array([[Fraction(1, 2), 2, 1]] * 2, dtype=object), method="bd", w=2,
+                               epsilon=1.0, groups=1, noise="float64")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # floats and whole exact numbers: unchanged
+        kept = wevent.run(key, np.array([[1.5, 3.0]]), method="uniform", w=1, epsilon=1e9, noise="float64")
+        wevent.run(key, np.array([[Fraction(3), 2]], dtype=object), method="uniform", w=1, epsilon=1.0, noise="float64")
+    assert abs(float(kept.releases[0, 0]) - 1.5) < 1e-6
+
+
+def test_dates_and_times_are_not_counts(key):
+    """Found in review: datetime64 counts were taken as days since 1970."""
+    for counts in (np.array([["2020-01-01"]], dtype="datetime64[D]"), np.array([[3]], dtype="timedelta64[s]")):
+        with pytest.raises(TypeError, match="real numbers"):
+            wevent.run(key, counts, method="uniform", w=1, epsilon=1.0)
+
+
+def test_load_counts_takes_a_header_only_where_no_cell_is_a_number(tmp_path):
+    """Found in review: a first row with a missing or mistyped first count (",3,4", "1O,3,4") was dropped as a
+    header, shifting every timestamp by one; "1_000" (Python's digit separator, not CSV) was read as 1000."""
+    p = tmp_path / "c.csv"
+    for text in (",3,4\n1,2,3\n", "1O,3,4\n1,2,3\n"):
+        p.write_text(text)
+        with pytest.raises(ValueError, match=r"c\.csv:1, column 1: not a number"):
+            wevent.load_counts(str(p))
+    p.write_text("a,b,c\n1,2,3\n")
+    np.testing.assert_array_equal(wevent.load_counts(str(p)), [[1, 2, 3]])
+    p.write_text("1,2\n1_000,3\n")
+    with pytest.raises(ValueError, match=r"c\.csv:2, column 1: not a number"):
+        wevent.load_counts(str(p))
+
+
+def test_difference_cap_checks_its_noise_name():
+    with pytest.raises(ValueError, match="noise must be one of"):
+        wevent.difference_cap(noise="bogus", sensitivity=1.0)
