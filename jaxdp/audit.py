@@ -64,11 +64,19 @@ def clopper_pearson(count: int, trials: int, alpha: float) -> tuple[float, float
     trials = _validate.size("trials", trials)
     if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)) or not 0 <= count <= trials:
         raise ValueError(f"count must be an int in [0, trials = {trials}], got {count!r}.")  # 11 of 10 gave NaN
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}.")
+    _check_level("alpha", alpha)
     lo = 0.0 if count == 0 else float(scipy.stats.beta.ppf(alpha / 2, count, trials - count + 1))
-    hi = 1.0 if count == trials else float(scipy.stats.beta.ppf(1 - alpha / 2, count + 1, trials - count))
+    # the upper tail by isf: 1 − α/2 rounds in float64 for tiny α (found in review: a limit too low at α = 1e-12)
+    hi = 1.0 if count == trials else float(scipy.stats.beta.isf(alpha / 2, count + 1, trials - count))
     return lo, hi
+
+
+def _check_level(name: str, value) -> None:
+    """A probability in (0, 1) given as a real number (found in review: "0.95" ended in a raw comparison error)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number in (0, 1), got {type(value).__name__}.")
+    if not 0 < value < 1:
+        raise ValueError(f"{name} must be in (0, 1), got {value!r}.")
 
 
 def _samples(mechanism, statistic, key, x, trials, batched=False):
@@ -77,17 +85,28 @@ def _samples(mechanism, statistic, key, x, trials, batched=False):
         out = statistic(mechanism(keys, x))
     else:
         out = jax.jit(jax.vmap(lambda k: statistic(mechanism(k, x))))(keys)
-    return np.asarray(out, np.float64).reshape(trials)
+    out = np.asarray(out, np.float64)
+    if out.size != trials:  # (found in review: a vector output ended in NumPy's reshape error)
+        raise ValueError(f"statistic must map one output to a scalar: {trials} trials gave outputs of shape "
+                         f"{out.shape}; pass statistic= (e.g. lambda out: out[0] or out.sum()).")
+    return out.reshape(trials)
 
 
 def _events(s1: np.ndarray, s2: np.ndarray, discrete: bool, n_thresholds: int):
-    """Candidate events as (description, indicator function)."""
-    if discrete:
-        values = np.unique(np.concatenate([s1, s2]))
-        return [(f"s = {v:g}", (lambda s, v=v: s == v)) for v in values]
+    """Candidate events as (description, indicator function). Non-finite values are events of their own, and
+    thresholds are taken over the finite values (found in review: one NaN made every quantile NaN, so no event
+    was ever selected and a mechanism without noise that output NaN once in 500 runs was reported ε ≥ 0)."""
     pooled = np.concatenate([s1, s2])
-    qs = np.unique(np.quantile(pooled, np.linspace(0.0005, 0.9995, n_thresholds)))
-    ev = [(f"s > {t:.6g}", (lambda s, t=t: s > t)) for t in qs]
+    ev = [("s is NaN", np.isnan)] if np.isnan(pooled).any() else []
+    if discrete:
+        values = np.unique(pooled[~np.isnan(pooled)])
+        return ev + [(f"s = {v:g}", (lambda s, v=v: s == v)) for v in values]
+    ev += [(f"s = {v:g}", (lambda s, v=v: s == v)) for v in (np.inf, -np.inf) if (pooled == v).any()]
+    finite = pooled[np.isfinite(pooled)]
+    if finite.size == 0:
+        return ev
+    qs = np.unique(np.quantile(finite, np.linspace(0.0005, 0.9995, n_thresholds)))
+    ev += [(f"s > {t:.6g}", (lambda s, t=t: s > t)) for t in qs]
     ev += [(f"s < {t:.6g}", (lambda s, t=t: s < t)) for t in qs]
     return ev
 
@@ -149,8 +168,9 @@ def audit(
       An `AuditResult`.
     """
     _validate.key(key, max_ndim=0)
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}.")
+    _check_level("confidence", confidence)
+    n_thresholds = _validate.size("n_thresholds", n_thresholds, hi=MAX_TRIALS)
+    min_count = _validate.size("min_count", min_count)
     # found in review: trials = 10¹² aborted the process inside XLA, 0 divided by zero, −5 an MLIR error
     trials = _validate.size("trials", trials, hi=MAX_TRIALS, why="the trials' outputs are held in memory at once.")
     if selection_trials is not None:
@@ -208,7 +228,8 @@ def audit_pairs(
         ka, kb = jax.random.split(jax.random.fold_in(k_search, i))
         s1 = _samples(mechanism, statistic, ka, a, search_trials, kwargs.get("batched", False))
         s2 = _samples(mechanism, statistic, kb, b, search_trials, kwargs.get("batched", False))
-        val, _, _ = _best_event(s1, s2, kwargs.get("discrete", False), kwargs.get("n_thresholds", 64), 20)
+        val, _, _ = _best_event(s1, s2, kwargs.get("discrete", False), kwargs.get("n_thresholds", 64),
+                                kwargs.get("min_count", 20))  # (found in review: always 20)
         scores.append(val)
     best = int(np.argmax(scores))
     res = audit(mechanism, k_audit, *pairs[best], **kwargs)

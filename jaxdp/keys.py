@@ -31,6 +31,12 @@ def _default_key_shape() -> tuple[tuple[int, ...], str]:
     return shape, impl
 
 
+def _trace_clean() -> bool:
+    from jax._src import core
+
+    return bool(core.trace_state_clean())
+
+
 def fresh_key() -> jax.Array:
     """A typed PRNG key whose every bit comes from the operating system's CSPRNG.
 
@@ -39,7 +45,15 @@ def fresh_key() -> jax.Array:
 
     Returns:
       A scalar typed key (`jax.random.key` dtype).
+
+    Raises:
+      RuntimeError: called while JAX traces a function (found in review: under `jax.jit` the key was compiled in
+        as a constant, so every call reused it and the secret words sat in the program text).
     """
+    if not _trace_clean():
+        raise RuntimeError("fresh_key() was called while JAX traces a function (under jax.jit, vmap or scan): its "
+                           "secret words would be compiled into the program as a constant, and every call would "
+                           "reuse that one key. Draw the key outside and pass it in as an argument.")
     shape, impl = _default_key_shape()
     words = int(np.prod(shape))
     data = np.frombuffer(secrets.token_bytes(4 * words), dtype=np.uint32).reshape(shape)

@@ -16,6 +16,13 @@ README) only if all of these hold:
 front ends cannot see where a key came from, so they check (1) and (2) and leave (3) to the caller;
 the CLI knows whether it was given ``--seed`` and checks all three.
 
+What ``private`` does not distinguish: the noise's arithmetic. With ``noise="grid"`` (exact samplers) the
+release is pure ε-DP under finite arithmetic; with the default ``noise="float"`` (and ``"float64"``) it is ε-DP
+of the textbook real-valued mechanism, whose floating-point draws leak through their low-order bits (Mironov,
+"On significance of the least significant bits for differential privacy", CCS 2012) — the README's float
+caveats state the measured size of that gap. ``private=True`` with float noise means "the mechanism's
+conditions hold", not "pure ε-DP bit for bit".
+
 What the guarantee assumes public (it protects the *values* of the records, not these): the number
 of records, their arrival order, subject ids and hence who updated a record within a buffer
 (``index``, ``delay``, ``frame``, ``superseded``, ``dropped`` reveal them), the configuration and

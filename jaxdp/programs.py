@@ -17,10 +17,14 @@ compilation cache: a user's own jitted functions are never written to disk by ja
 
 Where: ``$JAXDP_PROGRAM_CACHE`` if set (``off``, ``0`` or an empty value turn the cache off), else
 ``$XDG_CACHE_HOME/jaxdp/programs`` or ``~/.cache/jaxdp/programs``; `set_cache_dir` overrides both for the
-process. Folders are created private to the user (mode 0700); a folder owned by another user or writable by
-others is not used (a program loaded from the cache is trusted like the installed package: loading runs
-its code). A folder that cannot be created or written is skipped silently (programs are then compiled as
-usual); an entry whose SHA-256 does not match is recompiled and replaced. The folder keeps at most
+process. Folders are created private to the user (mode 0700, missing parents too); a folder owned by another
+user or writable by others is not used, nor one under a folder others may write (unless it is sticky, as /tmp
+is) — links are resolved and every folder up to the root is checked (a program loaded from the cache is trusted
+like the installed package: loading runs its code). A folder that cannot be created or written is skipped
+silently (programs are then compiled as usual); an entry is read only if it is a regular file of the user
+that no one else can write, opened without following links, and is recompiled and replaced if its SHA-256
+(over its file name and body) does not match. The entry's name hashes the lowered program, the function's
+name, the JAX/jaxlib versions, the device, the CPU, ``XLA_FLAGS`` and JAX's compile options. The folder keeps at most
 `MAX_BYTES` (least recently used entries are removed first).
 
 The cache stands aside (plain ``jax.jit``) under another transformation or trace, in processes with several
@@ -38,6 +42,7 @@ from __future__ import annotations
 import collections
 import functools
 import hashlib
+import inspect
 import os
 import re
 import tempfile
@@ -45,7 +50,7 @@ import time
 
 import jax
 
-from jaxdp._folders import private_folder
+from jaxdp._folders import private_folder, read_private_file
 
 __all__ = ["Program", "program", "public_table", "cache_dir", "set_cache_dir", "cache_info", "trim", "MAX_BYTES"]
 
@@ -113,11 +118,18 @@ def _environment() -> bytes:
 
 _CONTEXT = ("jax_enable_x64", "jax_numpy_dtype_promotion", "jax_default_matmul_precision", "jax_numpy_rank_promotion",
             "jax_threefry_partitionable", "jax_default_prng_impl", "jax_default_device")  # fmt: skip
+# compile options that change the executable but not the lowered text (found in review: an executable compiled
+# under JAX_DISABLE_MOST_OPTIMIZATIONS=1 was loaded by a later default process): part of every entry's name
+_COMPILE = ("jax_disable_most_optimizations", "jax_optimization_level", "jax_memory_fitting_level",
+            "jax_exec_time_optimization_effort", "jax_memory_fitting_effort", "jax_compiler_enable_remat_pass")
 _DEBUG = ("jax_disable_jit", "jax_debug_key_reuse", "jax_debug_nans", "jax_debug_infs", "jax_enable_checks")
 
 
 def _config(name):
-    return getattr(jax.config, name, None)
+    value = getattr(jax.config, name, None)
+    if value is None:  # flags such as jax_disable_most_optimizations are not attributes of jax.config
+        value = getattr(jax.config, "values", {}).get(name)
+    return value
 
 
 def _on_jax_event(event: str, **kwargs) -> None:
@@ -167,6 +179,11 @@ class Program:
         # argument they ignore would lower to the same text (and share an entry)
         self._jit = jax.jit(fun, static_argnames=self._static, keep_unused=True)
         self._name = f"{getattr(fun, '__module__', '')}.{getattr(fun, '__qualname__', repr(fun))}".encode()
+        try:  # static arguments passed by position go to plain jax.jit (found in review: they crashed the cache)
+            params = list(inspect.signature(fun).parameters)
+            self._first_static = min((params.index(n) for n in self._static if n in params), default=None)
+        except (TypeError, ValueError):
+            self._first_static = 0
         self._loaded: collections.OrderedDict = collections.OrderedDict()
         self._batched = None
         functools.update_wrapper(self, fun)
@@ -191,11 +208,14 @@ class Program:
         folder = cache_dir()
         dynamic = {k: v for k, v in kwargs.items() if k not in self._static}
         leaves, tree = jax.tree.flatten((args, dynamic))
-        if folder is None or not _usable(leaves):
+        positional_static = self._first_static is not None and len(args) > self._first_static
+        if folder is None or positional_static or not _usable(leaves):
             return self._jit(*args, **kwargs)
         try:
-            static = tuple(sorted((k, v) for k, v in kwargs.items() if k in self._static))
-            signature = (tree, static, tuple(jax.typeof(x) for x in leaves), tuple(_config(c) for c in _CONTEXT))
+            # with each value's type: 1 and 1.0 are equal but compile differently, as under jax.jit (found in review)
+            static = tuple(sorted((k, type(v), v) for k, v in kwargs.items() if k in self._static))
+            signature = (tree, static, tuple(jax.typeof(x) for x in leaves), tuple(_config(c) for c in _CONTEXT),
+                         tuple(_config(c) for c in _COMPILE))
             hash(signature)
         except TypeError:  # an unhashable static value or a leaf JAX cannot type: let jax.jit say what is wrong
             return self._jit(*args, **kwargs)
@@ -235,15 +255,20 @@ def _write(path: str, blob: bytes) -> bool:
         return False
 
 
+def _checksum(path: str, body: bytes) -> bytes:
+    """SHA-256 of the entry's file name and body: an entry copied over another's name does not check (found in
+    review: another program's whole entry, of the same shapes, was loaded and run)."""
+    return hashlib.sha256(os.path.basename(path).encode() + b"\x00" + body).digest()
+
+
 def _read_checked(path: str) -> bytes | None:
-    """The body of an entry written as SHA-256(body) + body, or None if absent, unreadable or damaged."""
-    try:
-        with open(path, "rb") as f:
-            blob = f.read()
-    except OSError:
+    """The body of an entry written as `_checksum` + body, or None if absent, unreadable, damaged, another entry's,
+    or not a regular file of this user that no one else can write (`read_private_file`)."""
+    blob = read_private_file(path)
+    if blob is None:
         return None
     digest, body = blob[:32], blob[32:]
-    return body if hashlib.sha256(body).digest() == digest else None
+    return body if _checksum(path, body) == digest else None
 
 
 def _signature(args_info, out_info):
@@ -264,10 +289,13 @@ def _fits(compiled, lowered) -> bool:
 def _load_or_compile(lowered, name: bytes, folder: str):
     from jax.experimental import serialize_executable
 
-    digest = hashlib.sha256(_environment() + b"\x00" + name + b"\x00" + lowered.as_text().encode()).hexdigest()
-    sub = os.path.join(folder, digest[:2])
-    path = os.path.join(sub, digest + ".xla")
-    usable = private_folder(folder) and private_folder(sub)
+    options = repr(tuple(_config(c) for c in _COMPILE)).encode()
+    digest = hashlib.sha256(_environment() + b"\x00" + options + b"\x00" + name + b"\x00"
+                            + lowered.as_text().encode()).hexdigest()  # fmt: skip
+    folder = private_folder(folder)  # resolved: no link left to swap after the check
+    sub = private_folder(os.path.join(folder, digest[:2])) if folder else None
+    usable = sub is not None
+    path = os.path.join(sub, digest + ".xla") if usable else None
     payload = _read_checked(path) if usable else None
     if payload is not None:
         try:
@@ -290,7 +318,7 @@ def _load_or_compile(lowered, name: bytes, folder: str):
             body, _, _ = serialize_executable.serialize(compiled)
         except Exception:  # an executable this JAX cannot serialize: it still runs, it is just not kept
             return compiled
-        if _write(path, hashlib.sha256(body).digest() + body):
+        if _write(path, _checksum(path, body) + body):
             _counts["stored"] += 1
             trim(folder)
     return compiled
@@ -306,8 +334,9 @@ def public_table(name: str, compute, *, size: int):
     from jaxdp import __version__
 
     folder = cache_dir()
-    tables = None if folder is None else os.path.join(folder, "tables")
-    if tables is None or not (private_folder(folder) and private_folder(tables)):
+    folder = None if folder is None else private_folder(folder)
+    tables = None if folder is None else private_folder(os.path.join(folder, "tables"))
+    if tables is None:
         return compute()
     path = os.path.join(tables, f"{name}-jaxdp{__version__}.f64")
     body = _read_checked(path)
@@ -316,7 +345,7 @@ def public_table(name: str, compute, *, size: int):
     out = np.ascontiguousarray(compute(), np.float64)
     if out.shape != (size,):
         raise ValueError(f"public_table({name!r}): compute() gave shape {out.shape}, expected ({size},).")
-    _write(path, hashlib.sha256(out.tobytes()).digest() + out.tobytes())
+    _write(path, _checksum(path, out.tobytes()) + out.tobytes())
     return out
 
 

@@ -68,3 +68,38 @@ def test_audit_sizes_and_counts_are_checked(key):
         audit.clopper_pearson(11, 10, 0.05)
     lo, hi = audit.clopper_pearson(5, 10, 0.05)
     assert 0 < lo < 0.5 < hi < 1
+
+
+def test_non_finite_outputs_are_events_of_their_own(key):
+    """Found in review: one NaN output made every threshold NaN, so no event was ever selected: a mechanism with no
+    noise at all (ε = ∞) that output NaN once in 500 runs was reported ε ≥ 0, and one that output NaN on x′ only
+    as well. NaN and ±inf are now events, thresholds are taken over the finite values."""
+
+    def no_noise_rare_nan(k, x):
+        return jnp.where(jax.random.uniform(k) < 2e-3, jnp.nan, x)
+
+    def nan_on_one_side(k, x):
+        return jnp.where((x > 0) & (jax.random.uniform(k) < 0.5), jnp.nan, jax.random.laplace(k))
+
+    for mech in (no_noise_rare_nan, nan_on_one_side):
+        res = audit.audit(mech, key, jnp.asarray(0.0), jnp.asarray(1.0), trials=4000)
+        assert res.lower_bound > 3.0, (mech.__name__, res)
+
+
+def test_audit_arguments_are_checked(key):
+    """Found in review: a vector output ended in NumPy's reshape error, confidence="0.95" in a raw TypeError,
+    n_thresholds=-1 in NumPy's message; audit_pairs ignored the caller's min_count."""
+    with pytest.raises(ValueError, match="statistic must map one output to a scalar"):
+        audit.audit(lambda k, x: x + jax.random.laplace(k, (2,)), key, jnp.zeros(2), jnp.ones(2), trials=1000)
+    with pytest.raises(TypeError, match="confidence must be a number"):
+        audit.audit(lambda k, x: x, key, 0.0, 1.0, trials=1000, confidence="0.95")
+    with pytest.raises(TypeError, match="alpha must be a number"):
+        audit.clopper_pearson(3, 10, "0.05")
+    with pytest.raises(ValueError, match="n_thresholds must be >= 1"):
+        audit.audit(lambda k, x: x, key, 0.0, 1.0, trials=1000, n_thresholds=-1)
+    # the upper limit is exact for tiny α: P[X ≤ k | p = hi] = α/2 (1 − α/2 rounded in float64 before)
+    import scipy.stats
+
+    for n, k, alpha in ((10**6, 0, 1e-12), (10**6, 5, 3e-16), (100, 3, 1e-13)):
+        _, hi = audit.clopper_pearson(k, n, alpha)
+        np.testing.assert_allclose(scipy.stats.binom.cdf(k, n, hi), alpha / 2, rtol=1e-6)

@@ -279,3 +279,83 @@ def test_an_entry_holding_another_program_is_recompiled(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"same": True, "loaded": 0, "compiled": 1,
                                                                  "replaced": True}  # fmt: skip
+
+
+def test_a_cache_under_a_folder_others_can_write_is_not_used_and_parents_are_made_private(tmp_path):
+    """Found in review: only the cache's own folder was checked. Folders above it that `makedirs` created had the
+    umask's mode (group-writable under umask 002), and a cache inside a world-writable, non-sticky folder was used:
+    whoever can write a parent can swap the cache folder for a link to their own entries, which are loaded and run.
+    Every folder up to the root is now checked (others may write only where the sticky bit is set, as in /tmp),
+    missing parents are made 0700, and an entry that is a link or not this user's file is not read."""
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return np.arange(3, dtype=np.float64)
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)  # world-writable, no sticky bit
+    old = os.umask(0o002)
+    try:
+        for folder, cached in ((shared / "cache", False), (tmp_path / "a" / "b" / "cache", True)):
+            programs.set_cache_dir(str(folder))
+            calls.clear()
+            programs.public_table("t", compute, size=3)
+            programs.public_table("t", compute, size=3)
+            assert len(calls) == (1 if cached else 2), folder
+        for made in (tmp_path / "a", tmp_path / "a" / "b"):
+            assert os.stat(made).st_mode & 0o077 == 0, oct(os.stat(made).st_mode)
+        # the stored entry swapped for a link to a file elsewhere (a valid entry, even): not followed, recomputed
+        (entry,) = [os.path.join(d, f) for d, _, fs in os.walk(tmp_path / "a") for f in fs]
+        elsewhere = tmp_path / "elsewhere.f64"
+        os.replace(entry, elsewhere)
+        os.symlink(elsewhere, entry)
+        calls.clear()
+        programs.public_table("t", compute, size=3)
+        assert len(calls) == 1
+    finally:
+        os.umask(old)
+        programs.set_cache_dir()
+
+
+def test_an_entry_copied_over_another_name_is_not_read(tmp_path):
+    """Found in review: the checksum covered the body only, so another entry copied whole over this one's name was
+    read (an executable of the same shapes was loaded and run, returning another program's results). The
+    checksum now covers the entry's name."""
+    programs.set_cache_dir(str(tmp_path))
+    try:
+        programs.public_table("a", lambda: np.zeros(4), size=4)
+        programs.public_table("b", lambda: np.ones(4), size=4)
+        files = {f.split("-")[0]: os.path.join(d, f) for d, _, fs in os.walk(tmp_path) for f in fs}
+        with open(files["a"], "rb") as src, open(files["b"], "wb") as dst:
+            dst.write(src.read())
+        np.testing.assert_array_equal(programs.public_table("b", lambda: np.ones(4), size=4), np.ones(4))
+    finally:
+        programs.set_cache_dir()
+
+
+def test_program_keys_static_values_by_type_and_position_and_compile_options(in_process_cache):
+    """Found in review: `Program` served the executable of k=1 to a call with k=1.0 (equal, but jax.jit compiles
+    them apart), crashed on a static argument passed by position, and loaded an executable compiled under other
+    JAX compile options (e.g. jax_disable_most_optimizations)."""
+
+    def f(x, k):
+        return x + (100.0 if isinstance(k, float) else 1.0) * k
+
+    p = programs.Program(f, static_argnames=("k",))
+    x = jnp.zeros(1)
+    for k in (1, 1.0, 2, 2.0):
+        np.testing.assert_array_equal(p(x, k=k), f(x, k))
+        np.testing.assert_array_equal(p(x, k), f(x, k))  # by position: plain jax.jit
+    q = programs.Program(lambda x: jnp.sin(x) * 2.0)
+    q(jnp.ones(4))
+    before = programs.cache_info()
+    saved = jax.config.values.get("jax_disable_most_optimizations")
+    jax.config.update("jax_disable_most_optimizations", True)
+    try:
+        q(jnp.ones(4))
+    finally:
+        jax.config.update("jax_disable_most_optimizations", saved)
+    after = programs.cache_info()
+    assert (after["compiled"] - before["compiled"], after["loaded"] - before["loaded"]) == (1, 0)

@@ -118,7 +118,8 @@ def enable_compilation_cache(path: str | None = None) -> str | None:
         path = os.path.join(base, "jaxdp", "xla")
     from jaxdp._folders import private_folder
 
-    if not private_folder(path):
+    path = private_folder(path)  # resolved, every folder above it checked
+    if path is None:
         return None
     jax.config.update("jax_compilation_cache_dir", path)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)

@@ -1,0 +1,23 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxdp import keys
+
+
+def test_fresh_key_refuses_to_be_compiled_into_a_program():
+    """Found in review: `fresh_key()` under `jax.jit` was traced once: its secret words became a constant of the
+    program (readable in its text, and in any compiled cache), and every call reused that key — the difference
+    of two releases gave the difference of the inputs exactly. It now refuses while JAX traces, with the fix."""
+
+    @jax.jit
+    def release(x):
+        return x + jax.random.laplace(keys.fresh_key(), x.shape)
+
+    with pytest.raises(RuntimeError, match="pass it in as an argument"):
+        release(jnp.zeros(3))
+    with pytest.raises(RuntimeError, match="traces"):
+        jax.vmap(lambda x: keys.fresh_key())(jnp.zeros(2))
+    a, b = keys.fresh_key(), keys.fresh_key()  # outside a trace: fresh every call
+    assert not np.array_equal(jax.random.key_data(a), jax.random.key_data(b))
