@@ -270,6 +270,8 @@ def histogram(hist, *, integer: bool = True) -> np.ndarray:
     """
     if isinstance(hist, jax.core.Tracer):
         raise TypeError("hist must be a concrete array (validate before jit/vmap; vmap over keys instead).")
+    if isinstance(hist, np.ma.MaskedArray):  # (found in review: np.asarray dropped the mask, masked values were used)
+        raise TypeError("hist is a masked array: fill it first (e.g. hist.filled(0)) so that every bin has a count.")
     h = np.asarray(hist)
     if h.dtype == object or not (np.issubdtype(h.dtype, np.number) or h.dtype == bool) or np.iscomplexobj(h):
         raise TypeError(f"hist must be real numeric counts, got dtype {h.dtype}.")
@@ -488,21 +490,27 @@ def csv_float(text: str) -> float:
 
 
 def read_number_column(path: str) -> np.ndarray:
-    """Numbers from a text file: one per line, or the last field of CSV rows; blank lines and ``#``
-    comments are skipped, and a non-numeric first line is taken as a header. float64 ``[N]``.
+    """Numbers from a text file: one per line, or the last field of CSV rows (every row with as many fields);
+    blank lines and ``#`` comments are skipped, and a non-numeric first line is taken as a header. float64 ``[N]``.
 
     Raises `ValueError` naming the file and line of a field that is not a number.
     """
-    vals = []
+    vals, first, fields = [], True, None
     for lineno, line in enumerate(text_lines(path), 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        field = line.split(",")[-1].strip()
+        parts = line.split(",")
+        if fields is not None and len(parts) != fields:  # (found in review: "1,234" was read as 234 beside "15")
+            raise ValueError(f"{path}:{lineno}: {len(parts)} field(s) where the rows above have {fields}; write "
+                             "numbers without thousands separators, one row layout for the whole file.")
+        field = parts[-1].strip()
         try:
             vals.append(csv_float(field))
         except ValueError:
-            if lineno == 1 and not vals:
+            if first:  # the first line with content (found in review: after a comment it was not taken as one)
+                first = False
                 continue  # header
             raise ValueError(f"{path}:{lineno}: the last field is not a number.") from None  # not the value: logs
+        first, fields = False, len(parts)
     return np.asarray(vals, np.float64)

@@ -42,9 +42,17 @@ def id_values(ids) -> list:
     nanosecond timestamps came back as microsecond datetimes, merged or misprinted), others as `to_pylist`."""
     pa = _pyarrow()
     t = _plain_id_type(ids.type)
-    if pa.types.is_temporal(t):
-        return (ids.dictionary_decode() if pa.types.is_dictionary(ids.type) else ids).cast(pa.int64()).to_pylist()
-    return ids.to_pylist()
+    if pa.types.is_temporal(t) and not pa.types.is_interval(t):
+        plain = ids.dictionary_decode() if pa.types.is_dictionary(ids.type) else ids
+        return plain.cast(_id_int(t)).to_pylist()
+    return ids.to_pylist()  # (intervals: hashable MonthDayNano values)
+
+
+def _id_int(t):
+    """The integer type a temporal id type casts to: its own width (found in review: date32 and time32 ids could
+    not be cast to int64 and ended in a traceback)."""
+    pa = _pyarrow()
+    return pa.int32() if t.bit_width == 32 else pa.int64()
 
 
 def _id_array(values, id_type):
@@ -54,8 +62,8 @@ def _id_array(values, id_type):
     if id_type is None:
         return pa.array(values)
     t = _plain_id_type(id_type)
-    if pa.types.is_temporal(t):
-        return pa.array(values, pa.int64()).cast(t)
+    if pa.types.is_temporal(t) and not pa.types.is_interval(t):
+        return pa.array(values, _id_int(t)).cast(t)
     return pa.array(values, type=t)
 
 
@@ -178,17 +186,34 @@ class _Prepend(io.RawIOBase):
         return self._raw.readinto(b)
 
 
-def _header_end(data: bytes, eof: bool):
+MAX_HEADER_BYTES = 1 << 20  # stdin: the header row must end within this many bytes
+
+
+def _header_end(data: bytes, eof: bool, delimiter: int = 0x2C):
     """``(blank lines before the header, start, end, after)`` of the header row in UTF-8 `data` — its bytes are
     ``data[start:end]`` and the records begin at ``after`` — or None if more data is needed. A row ends at CRLF,
     CR or LF outside double quotes, as pyarrow reads it (found in review: stdin's header was split at LF only,
-    so a CR-only input and a header with a quoted line break ended in a traceback)."""
-    blank, start, quoted, i, n = 0, 0, False, 0, len(data)
+    so a CR-only input and a header with a quoted line break ended in a traceback). A quote opens a quoted value
+    only at the start of a field (after the row's start or a `delimiter` byte), and ``""`` inside one is a
+    quote, as pyarrow and Python's csv read them (found in review: the header ``size 5",w`` opened a quote that
+    never closed, the whole of stdin became the header, and the run released nothing with exit code 0).
+    Raises `InputError` if the input ends inside a quoted header value."""
+    blank, start, quoted, field_start, i, n = 0, 0, False, True, 0, len(data)
     while i < n:
         c = data[i]
-        if c == 0x22:
-            quoted = not quoted
-        elif not quoted and c in (0x0A, 0x0D):
+        if quoted:
+            if c == 0x22:
+                if i + 1 == n and not eof:
+                    return None  # a doubled quote may be split across reads
+                if i + 1 < n and data[i + 1] == 0x22:
+                    i += 1  # an escaped quote
+                else:
+                    quoted = False
+        elif c == 0x22 and field_start:
+            quoted, field_start = True, False
+        elif c == delimiter:
+            field_start = True
+        elif c in (0x0A, 0x0D):
             after = i + 1
             if c == 0x0D:
                 if after == n and not eof:
@@ -199,7 +224,11 @@ def _header_end(data: bytes, eof: bool):
                 blank, start, i = blank + 1, after, after
                 continue
             return blank, start, i, after
+        else:
+            field_start = False
         i += 1
+    if eof and quoted:
+        raise InputError("stdin: the header row opens a quoted value that never closes; check its quoting.")
     return (blank, start, n, n) if eof and start < n else None
 
 
@@ -302,7 +331,9 @@ class TableReader:
         import pyarrow.csv as pc
 
         one_column = len(getattr(self, "names", ())) == 1
-        return pc.ParseOptions(delimiter=self.delimiter, ignore_empty_lines=not one_column)
+        # newlines_in_values: a quoted value may span lines wherever it falls (found in review: one that crossed
+        # pyarrow's 4 MiB block boundary was refused as a column-count error)
+        return pc.ParseOptions(delimiter=self.delimiter, ignore_empty_lines=not one_column, newlines_in_values=True)
 
     def _csv_open(self, stream, column_types=None):
         import pyarrow.csv as pc
@@ -347,7 +378,12 @@ class TableReader:
         pa = _pyarrow()
         utf8 = _Utf8(sys.stdin.buffer, self.encoding, "stdin")  # any encoding -> UTF-8
         data, eof, chunk = b"", False, bytearray(1 << 20)
-        while (found := _header_end(data, eof)) is None and not eof:
+        delimiter = self.delimiter.encode("utf-8")
+        delimiter = delimiter[0] if len(delimiter) == 1 else 0x2C
+        while (found := _header_end(data, eof, delimiter)) is None and not eof:
+            if len(data) > MAX_HEADER_BYTES:  # (found in review: an unclosed quote held and rescanned all of stdin)
+                raise InputError(f"stdin: no end of the header row in its first {MAX_HEADER_BYTES:,} bytes; check its "
+                                 "quoting (a quoted value must be closed) and --delimiter.")
             n = utf8.readinto(chunk)
             eof = n == 0
             data += bytes(chunk[:n])

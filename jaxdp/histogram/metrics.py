@@ -34,6 +34,7 @@ def kl_divergence(hist, released, *, smoothing: float = 1.0) -> np.ndarray:
 def _released(released, n: int) -> np.ndarray:
     """A release ``[..., n]`` of the histogram's n bins as float64 (found in review: other lengths broadcast into
     NumPy's own error)."""
+    released = getattr(released, "counts", released)  # a `HistogramResult` as `clamp` takes it (found in review)
     if np.iscomplexobj(released):  # found in review: the imaginary part was dropped with a warning
         raise TypeError("released must be real counts, not complex.")
     q = np.asarray(released, np.float64)

@@ -485,7 +485,7 @@ def exponential_integer(key, distance, allowed, rate):
     ≥ 1 − e⁻¹ (the best candidate has weight 1), so ≈ 1.6 rounds on average.
     """
     size = distance.shape[0]
-    bits = max(1, int(np.ceil(np.log2(max(size, 2)))))
+    bits = (max(size, 2) - 1).bit_length()  # ⌈log₂ size⌉ in integers
     slots = 1 << bits
     order = jnp.cumsum(allowed.astype(jnp.int32)) - 1  # rank among allowed
     count = jnp.sum(allowed, dtype=jnp.int32)

@@ -366,7 +366,9 @@ def _exponential_segments_exact(key, scores, segment, active, epsilon, sensitivi
     first_rank = jax.ops.segment_min(jnp.where(allowed, rank, n), segment, num_segments=n)
     count = jax.ops.segment_sum(allowed.astype(jnp.int32), segment, num_segments=n)
     by_rank = jnp.zeros((n,), jnp.int32).at[jnp.where(allowed, rank, n)].set(idx, mode="drop")
-    bits = jnp.ceil(jnp.log2(jnp.maximum(count, 2).astype(jnp.float32))).astype(jnp.uint32)  # per segment
+    # per segment: ⌈log₂ count⌉ in integers (found in review: float32's log2 of 2²¹ + 1 rounds to 21, so the last rank
+    # could never be proposed: not the exponential mechanism, and a hang where it was the only likely candidate)
+    bits = 32 - jax.lax.clz((jnp.maximum(count, 2) - 1).astype(jnp.uint32))
     slot_seg = segment
     has = count[slot_seg] > 0
     winner0 = jnp.where(count > 0, -1, n)  # per segment id: −1 undecided, n none

@@ -738,3 +738,26 @@ def test_grid_limits_bound_what_each_method_snaps_not_the_total(key):
         H.lpa(key, np.r_[np.full(10, 3000), [10**8]], epsilon=1.0, noise="grid")
     with pytest.raises(ValueError, match="grid"):  # P-HP's segment sums reach Σh
         H.php(key, np.full(1024, 3000), epsilon=1.0, noise="grid")
+
+
+def test_load_histogram_refuses_rows_of_another_layout_and_finds_its_header_after_comments(tmp_path):
+    """Found in review: thousands separators split a count into two CSV fields and the last one was read
+    ("1,234" as 234 beside "15"), and a header after a comment line was refused."""
+    p = tmp_path / "h.txt"
+    p.write_text("1,234\n2,000\n15\n")
+    with pytest.raises(ValueError, match=r"h\.txt:3: 1 field\(s\) where the rows above have 2"):
+        H.load_histogram(str(p))
+    p.write_text("# counts\n\ncount\n5\n7\n")
+    np.testing.assert_array_equal(H.load_histogram(str(p)), [5, 7])
+
+
+def test_error_measures_take_a_result_and_masked_counts_are_refused(key):
+    """Found in review: the error measures refused a `HistogramResult` (NumPy's inhomogeneous-shape error) which
+    `clamp` takes, and a masked array's masked counts were used silently."""
+    h = np.array([3.0, 0.0, 5.0, 1.0])
+    res = H.lpa(key, h, epsilon=1.0)
+    for measure in (H.kl_divergence, H.l2_error):
+        np.testing.assert_array_equal(measure(h, res), measure(h, res.counts))
+    np.testing.assert_array_equal(H.range_query_mse(h, res)[1], H.range_query_mse(h, res.counts)[1])
+    with pytest.raises(TypeError, match="masked array"):
+        H.lpa(key, np.ma.masked_array(h, mask=[0, 1, 0, 0]), epsilon=1.0)

@@ -320,3 +320,19 @@ def test_float_gumbel_is_within_its_stated_kolmogorov_distance_by_enumeration():
         below = np.searchsorted(vals, others, side="right")  # candidate 1 (logit 0) wins iff its G > others
         p_float = np.sum(counts * 2.0**-23 * (1.0 - np.where(below > 0, hi[np.maximum(below - 1, 0)], 0.0)))
         assert abs(p_float - 1.0 / (1.0 + np.exp(gap))) <= 2 * dist
+
+
+@pytest.mark.slow
+def test_segment_sampler_reaches_every_rank_beyond_two_to_the_21():
+    """Found in review: the exact per-segment sampler (P-HP with noise="grid") drew ⌈log₂ count⌉ proposal bits from
+    float32's log2, which rounds 2²¹ + 1 down to 21: the last rank was never proposed, so the sampler was not the
+    exponential mechanism, and where that candidate was the only likely one the loop ran without end (a hang that
+    depends on the data). The bits are now computed in integers."""
+    n = 2**21 + 1
+    scores = np.full(n, -1e9)
+    scores[n - 1] = 0.0
+    with jax.enable_x64(True):
+        won = jax.jit(lambda k, s: mechanisms.exponential_segments(k, s, jnp.zeros(n, jnp.int64), jnp.ones(n, bool),
+                                                                   epsilon=0.01, sensitivity=2.0, noise="grid"))(
+            jax.random.key(1), jnp.asarray(scores))  # fmt: skip
+        assert int(won[0]) == n - 1
