@@ -48,7 +48,7 @@ def private_folder(path: str) -> str | None:
                 os.mkdir(folder, 0o700)
             except FileExistsError:  # made at the same moment by another process: checked below like any folder
                 pass
-        real = os.path.realpath(path)
+        real = os.path.realpath(os.path.abspath(os.path.expanduser(os.fspath(path))))  # (review: "~/x" was not)
         if not _safe_dir(os.stat(real), uid, own=True):
             return None
         parent = os.path.dirname(real)

@@ -73,6 +73,8 @@ def clopper_pearson(count: int, trials: int, alpha: float) -> tuple[float, float
 
 def _check_level(name: str, value) -> None:
     """A probability in (0, 1) given as a real number (found in review: "0.95" ended in a raw comparison error)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]  # a 0-d array, as NumPy returns many scalars
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a number in (0, 1), got {type(value).__name__}.")
     if not 0 < value < 1:
@@ -170,7 +172,8 @@ def audit(
     _validate.key(key, max_ndim=0)
     _check_level("confidence", confidence)
     n_thresholds = _validate.size("n_thresholds", n_thresholds, hi=MAX_TRIALS)
-    min_count = _validate.size("min_count", min_count)
+    if isinstance(min_count, (bool, np.bool_)) or not isinstance(min_count, (int, np.integer)) or min_count < 0:
+        raise ValueError(f"min_count must be an int >= 0 (0: no minimum), got {min_count!r}.")
     # found in review: trials = 10¹² aborted the process inside XLA, 0 divided by zero, −5 an MLIR error
     trials = _validate.size("trials", trials, hi=MAX_TRIALS, why="the trials' outputs are held in memory at once.")
     if selection_trials is not None:

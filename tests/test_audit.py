@@ -103,3 +103,10 @@ def test_audit_arguments_are_checked(key):
     for n, k, alpha in ((10**6, 0, 1e-12), (10**6, 5, 3e-16), (100, 3, 1e-13)):
         _, hi = audit.clopper_pearson(k, n, alpha)
         np.testing.assert_allclose(scipy.stats.binom.cdf(k, n, hi), alpha / 2, rtol=1e-6)
+
+
+def test_min_count_zero_still_means_no_minimum(key):
+    """Found in review of the argument checks: min_count=0 (no minimum) was refused; a 0-d confidence too."""
+    res = audit.audit(lambda k, x: x + jax.random.laplace(k), key, 0.0, 1.0, trials=1000, min_count=0,
+                      confidence=np.asarray(0.9))
+    assert 0.0 <= res.lower_bound < 1.5

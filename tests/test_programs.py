@@ -359,3 +359,17 @@ def test_program_keys_static_values_by_type_and_position_and_compile_options(in_
         jax.config.update("jax_disable_most_optimizations", saved)
     after = programs.cache_info()
     assert (after["compiled"] - before["compiled"], after["loaded"] - before["loaded"]) == (1, 0)
+
+
+def test_a_cache_folder_given_with_a_tilde_is_used(tmp_path, monkeypatch):
+    """Found in review of the fix above: "~/x" was created from the expanded path but checked unexpanded, so the
+    folder was made and then refused."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    calls = []
+    programs.set_cache_dir("~/cachex")
+    try:
+        for _ in range(2):
+            programs.public_table("t", lambda: calls.append(1) or np.zeros(2), size=2)
+    finally:
+        programs.set_cache_dir()
+    assert len(calls) == 1 and (tmp_path / "cachex").is_dir()

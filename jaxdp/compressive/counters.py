@@ -307,7 +307,7 @@ def _cmco(key, stream, epsilon, k, sparsity, times, basis, l1_sensitivity, itera
     # partial sums of Φ_t·D[t] round at their magnitude, moving neighbours by more than the noise covers); the
     # prefix sums are cast to the release dtype for the recovery (post-processing), as `compressive` does
     dtype = np.dtype(_validate.float_dtype())
-    _check_cmco_range(epsilon, math.sqrt(k) * l1_sensitivity, big_t, k, dtype)
+    _check_cmco_range(epsilon, l1_sensitivity, big_t, k, dtype)
     with jax.enable_x64(True):
         scale = _register_budget(epsilon, math.sqrt(k) * l1_sensitivity, big_t, np.float64)
         d64 = jnp.asarray(v, np.float64)
@@ -326,9 +326,10 @@ def _check_cmco_range(epsilon, sensitivity, big_t, k, dtype):
     (`_check_tree_noise`), and the recovery's squared norms of k·T values up to 64 times the larger of the noise
     scale and the clamped data (found in review: at ε ≤ 1e-18 in float32 the recovery overflowed and released
     all zeros, where `tree_counter` refused)."""
-    _check_tree_noise(epsilon, sensitivity, big_t, dtype)
+    joint = math.sqrt(k) * float(sensitivity)  # the counters' noise is calibrated to √k·Δ; the data clamped by Δ
+    _check_tree_noise(epsilon, joint, big_t, dtype)
     levels = _tree_levels(big_t) + 1
-    bound = 64.0 * max(levels * levels * float(sensitivity) / float(epsilon), 2.0**40 * float(sensitivity))
+    bound = 64.0 * max(levels * levels * joint / float(epsilon), 2.0**40 * float(sensitivity))
     if not bound * bound * k * big_t <= float(np.finfo(dtype).max):
         raise ValueError(f"epsilon or l1_sensitivity is out of range for CMCO in {np.dtype(dtype).name}: the recovery "
                          f"squares values up to {bound:.3g}, which would overflow; raise epsilon, scale the data down "

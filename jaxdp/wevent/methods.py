@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import math
+from decimal import Decimal
+from fractions import Fraction
 import warnings
 from typing import NamedTuple
 
@@ -134,9 +136,9 @@ def _whole_precise_counts(counts):
         try:
             if isinstance(v, np.floating):  # a longdouble scalar: floor in its own precision
                 low = np.floor(v)
-            else:  # Fraction, Decimal: exact Python floor
+            else:  # Fraction, Decimal: exact Python floor, and the fraction exact too (Decimal's context has 28 digits)
                 low = math.floor(v)
-            frac = v - low
+            frac = (Fraction(v) if isinstance(v, Decimal) else v) - low
             if frac == 0:
                 continue
             if not (v >= 0):  # negative (or NaN): `check_counts` refuses it

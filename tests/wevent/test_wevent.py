@@ -779,3 +779,13 @@ def test_load_counts_takes_a_header_only_where_no_cell_is_a_number(tmp_path):
 def test_difference_cap_checks_its_noise_name():
     with pytest.raises(ValueError, match="noise must be one of"):
         wevent.difference_cap(noise="bogus", sensitivity=1.0)
+
+
+def test_decimal_counts_round_exactly_beyond_their_context_precision(key):
+    """Found in review of the fix above: Decimal's 28-digit context rounded 0.4999…9 (32 nines) up to 1."""
+    from decimal import Decimal
+
+    counts = np.array([[Decimal("0." + "4" + "9" * 31), Decimal(3)]], dtype=object)
+    with pytest.warns(wevent.CountsRoundedWarning, match="1 fractional count"):
+        got = wevent.run(key, counts, method="uniform", w=1, epsilon=1e9, noise="float64").releases
+    np.testing.assert_allclose(np.asarray(got, np.float64), [[0.0, 3.0]], atol=1e-6)
