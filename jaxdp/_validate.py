@@ -327,7 +327,7 @@ def matrix_size(name: str, value: Any) -> int:
     """The size of a dense transform matrix: an int in [1, MAX_MATRIX_SIZE] (found in review: n = 10⁵ asked NumPy
     for 75 GiB)."""
     return size(name, value, hi=MAX_MATRIX_SIZE, why="a dense n × n float64 matrix needs 8·n² bytes (2 GiB at "
-                "the limit); the fast transforms (`jaxdp.transforms.forward`/`inverse`, `rdft`) take any size.")
+                "the limit); `jaxdp.transforms.rdft` (an FFT) takes any size.")
 
 
 def seed(name: str, value: Any) -> int:

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from jaxdp import _validate, mechanisms, transforms
+from jaxdp import _domain, _validate, mechanisms, transforms
 from jaxdp.hvc import sensitivity
 from jaxdp.mechanisms import exact
 from jaxdp.transforms import cumsum, orders
@@ -357,16 +357,27 @@ def _prepare(x, x_hat, bounds, kinds, order, accounting):
         batch = jnp.broadcast_shapes(x.shape[:-2], x_hat.shape[:-2])
     except ValueError as err:
         raise ValueError(f"x {tuple(x.shape)} and x_hat {tuple(x_hat.shape)} have incompatible batch shapes.") from err
-    _validate.bounds(bounds, d)  # shape and value checks against the data's d
-    tab = tables(n, bounds, kinds=kinds, order=order, accounting=accounting)
+    lo, hi = _validate.bounds(bounds, d)  # shape and value checks against the data's d
     dtype = np.dtype(jax.dtypes.canonicalize_dtype(np.promote_types(x.dtype, x_hat.dtype)))
+    width = hi - lo
+    reason = _domain.unfit(np.zeros_like(width), width, dtype)
+    if reason is not None:  # (found in review: such domains silently released x_hat with t = 0)
+        raise ValueError(f"bounds: {reason}; use float64 inputs (jax_enable_x64) or rescale the data.")
+    if np.any(lo != 0):
+        # Code x − lo in [0, Λ], shifted in float64, as the stream front ends do (found in review: in float32 the
+        # bounds [1e9 + 31, 1e9 + 33] rounded to [1e9, 1e9 + 64], the clamp let neighbours 32× further apart than
+        # the calibrated width Λ = 2, and a release above 1e9 + 32 had probability 0 for one and 0.52 for the other)
+        with jax.enable_x64(True):
+            x = jnp.asarray(np.asarray(x, np.float64) - lo).astype(dtype)
+            x_hat = jnp.asarray(np.asarray(x_hat, np.float64) - lo).astype(dtype)
+    tab = tables(n, width, kinds=kinds, order=order, accounting=accounting)
     x = jnp.broadcast_to(x.astype(dtype), (*batch, n, d)).reshape(-1, n, d)
     if x_hat.ndim == 2:  # one prediction for every block: keep it unbatched (vmap in_axes=None)
         x_hat = x_hat.astype(dtype)
     else:
         x_hat = jnp.broadcast_to(x_hat.astype(dtype), (*batch, n, d)).reshape(-1, n, d)
     tab = device_tables(tab, np.dtype(dtype))
-    return x, x_hat, tab, batch, dtype
+    return x, x_hat, tab, batch, dtype, lo
 
 
 TILE_ENTRIES = 1_000_000  # public tuning constant: candidate-table entries K·(nd+1) per tile of blocks (see `_map_blocks`)
@@ -460,12 +471,14 @@ def mse_table(
     """
     kinds = _validate.kinds(kinds)
     _validate.positive_scalar("eps_laplace", eps_laplace)
-    x, x_hat, tab, batch, dtype = _prepare(x, x_hat, bounds, kinds, order, accounting)
+    x, x_hat, tab, batch, dtype, _ = _prepare(x, x_hat, bounds, kinds, order, accounting)
     out = _mse_jit(x, x_hat, tab, jnp.asarray(eps_laplace, dtype))
     return out.reshape(*batch, *out.shape[1:])
 
 
 def _check_theta(theta):
+    if isinstance(theta, (bool, np.bool_)) or not isinstance(theta, (int, float, np.integer, np.floating)):
+        raise TypeError(f"theta must be the number 0.5 or 1.0, got {type(theta).__name__}.")  # (review: True was 1)
     if theta not in (0.5, 1.0):
         raise ValueError(f"theta must be 0.5 or 1.0 (Lemma 3 gives sensitivities only for these), got {theta!r}.")
     return float(theta)
@@ -499,7 +512,7 @@ def selection_probabilities(
     theta = _check_theta(theta)
     _validate.positive_scalar("eps_laplace", eps_laplace)
     _validate.positive_scalar("eps_select", eps_select)
-    x, x_hat, tab, batch, dtype = _prepare(x, x_hat, bounds, kinds, order, accounting)
+    x, x_hat, tab, batch, dtype, _ = _prepare(x, x_hat, bounds, kinds, order, accounting)
     out = _probabilities_jit(
         x, x_hat, tab, jnp.asarray(eps_laplace, dtype), jnp.asarray(eps_select, dtype), theta=theta
     )
@@ -567,7 +580,7 @@ def quantize(
     theta = _check_theta(theta)
     _validate.positive_scalar("eps_laplace", eps_laplace)
     _validate.positive_scalar("eps_select", eps_select)
-    x, x_hat, tab, batch, dtype = _prepare(x, x_hat, bounds, kinds, order, accounting)
+    x, x_hat, tab, batch, dtype, lo = _prepare(x, x_hat, bounds, kinds, order, accounting)
     if key.shape == ():
         keys = jax.random.split(key, x.shape[0])
     elif tuple(key.shape) == tuple(batch):
@@ -580,6 +593,9 @@ def quantize(
         keys, x, x_hat, tab, jnp.asarray(eps_laplace, dtype), jnp.asarray(eps_select, dtype), theta=theta
     )
     n, d = x_tilde.shape[-2:]
+    if np.any(lo != 0):  # back from the coded [0, Λ] coordinates (post-processing of the release)
+        with jax.enable_x64(True):
+            x_tilde = jnp.asarray(np.asarray(x_tilde, np.float64) + lo).astype(dtype)
     x_tilde = x_tilde.reshape(*batch, n, d)
     info = jax.tree_util.tree_map(lambda a: a.reshape(batch), info)
     return x_tilde, info

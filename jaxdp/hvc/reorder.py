@@ -24,6 +24,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.optimize
 
+from jaxdp import _validate
+
 __all__ = ["footrule", "max_footrule", "best_permutation", "permutations"]
 
 
@@ -83,6 +85,12 @@ def best_permutation(x, x_hat, cost_bound: int, *, strategy: str = "lagrangian",
     """
     x = np.asarray(x, np.float64)
     x_hat = np.asarray(x_hat, np.float64)
+    # (found in review: a 1-D block raised IndexError, an unknown strategy fell back to the Lagrangian silently)
+    if x.ndim != 2 or x_hat.shape != x.shape:
+        raise ValueError(f"x and x_hat must be blocks of the same shape [n, d], got {x.shape} and {x_hat.shape}.")
+    if strategy not in ("lagrangian", "s1", "s2"):
+        raise ValueError(f'strategy must be "lagrangian", "s1" or "s2", got {strategy!r}.')
+    parts = _validate.size("parts", parts)
     n = x.shape[0]
     cost = ((x_hat[:, None, :] - x[None, :, :]) ** 2).sum(-1)  # [position k, input row i]
     if cost_bound <= 0 or n == 1:

@@ -98,7 +98,7 @@ def forward(x: Float[Array, "*batch n d"], kind: str) -> Float[Array, "*batch n 
     Returns:
       Coefficients of shape ``[..., n, d]`` in the dtype of ``x``.
     """
-    return _forward(_validate.block("x", x), _validate.kind(kind))
+    return _forward(_sized(_validate.block("x", x)), _validate.kind(kind))
 
 
 def inverse(c: Float[Array, "*batch n d"], kind: str) -> Float[Array, "*batch n d"]:
@@ -111,7 +111,16 @@ def inverse(c: Float[Array, "*batch n d"], kind: str) -> Float[Array, "*batch n 
     Returns:
       The block of shape ``[..., n, d]`` in the dtype of ``c``.
     """
-    return _inverse(_validate.block("c", c), _validate.kind(kind))
+    return _inverse(_sized(_validate.block("c", c)), _validate.kind(kind))
+
+
+def _sized(x):
+    """`x` whose block sides the dense n × n and d × d matrices can be built for (found in review: a 10⁶-record
+    block asked for a 7,451 GiB matrix with no check)."""
+    n, d = x.shape[-2:]
+    _validate.matrix_size("n (the block's records)", n)
+    _validate.matrix_size("d (the block's columns)", d)
+    return x
 
 
 def rdft_size(n: int, k):

@@ -282,3 +282,27 @@ def test_half_precision_blocks_compute_in_the_default_float(low):
                                            eps_select=1.0)
     assert got.dtype == np.float32
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-7)
+
+
+def test_float32_quantize_codes_far_bounds_in_their_own_width(key):
+    """Found in review: in float32 the public `quantize` cast the bounds [1e9 + 31, 1e9 + 33] to [1e9, 1e9 + 64] and
+    clamped to those, so the neighbours x = lo and x′ = hi were coded 64 apart where the noise is calibrated for
+    Λ = 2: P[release > 1e9 + 32] was 0 for x and 0.52 for x′ (ε = 1.01 allows a ratio of 2.75). It now codes
+    x − lo in [0, Λ], shifted in float64, as the stream front ends do. 4,000 blocks per input (fixed keys); the
+    check allows 0.05 beyond e^ε·p, about 6 standard deviations of the estimates."""
+    lo, hi = 1e9 + 31, 1e9 + 33
+    bounds = np.array([[lo], [hi]])
+    keys = jax.random.split(key, 4000)
+    p = []
+    for v in (lo, hi):
+        x = jnp.full((4000, 1, 1), v, jnp.float32)
+        x_tilde, _ = quantize.quantize(keys, x, jnp.full((1, 1), lo, jnp.float32), bounds, eps_laplace=1.0,
+                                       eps_select=0.01, kinds=("identity",))  # fmt: skip
+        p.append(float(np.mean(np.asarray(x_tilde, np.float64) > lo + 1.0)))
+    assert p[1] <= np.exp(1.01) * p[0] + 0.05 and p[0] <= np.exp(1.01) * p[1] + 0.05, p
+    with pytest.raises(ValueError, match="too wide for float32"):
+        quantize.quantize(key, jnp.zeros((2, 1), jnp.float32), jnp.zeros((2, 1), jnp.float32),
+                          np.array([[0.0], [1e20]]), eps_laplace=1.0, eps_select=1.0)
+    with pytest.raises(TypeError, match="theta must be the number"):
+        quantize.quantize(key, jnp.zeros((2, 1)), jnp.zeros((2, 1)), np.array([1.0]), eps_laplace=1.0,
+                          eps_select=1.0, theta=True)

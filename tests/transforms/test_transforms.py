@@ -99,3 +99,12 @@ def test_dense_matrices_refuse_sizes_beyond_the_limit_before_allocating(make):
     with pytest.raises(ValueError, match="at most 16,384.*8·n² bytes"):
         make(1 << 20)
     assert make(16).shape == (16, 16)
+
+
+def test_forward_and_inverse_refuse_blocks_their_dense_matrices_cannot_hold():
+    """Found in review: `forward`/`inverse` build dense n × n and d × d matrices with no size check (a 10⁶-record
+    block asked for 7,451 GiB), and `matrix`'s message called them fast transforms that take any size."""
+    big = np.zeros((16385, 1), np.float32)  # one past `_validate.MAX_MATRIX_SIZE`
+    for fn in (transforms.forward, transforms.inverse):
+        with pytest.raises(ValueError, match="at most 16,384"):
+            fn(big, "dct")
