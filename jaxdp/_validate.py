@@ -171,6 +171,8 @@ def key(value: Any, name: str = "key", max_ndim: int | None = None) -> jax.Array
         what = "one key" if max_ndim == 0 else "one key or a 1-D key array [R] (one key per repetition)"
         raise ValueError(f"{name} must be {what}, got a key array of shape {tuple(value.shape)}; "
                          + ("jax.vmap over the keys." if max_ndim == 0 else "reshape it to [R]."))
+    if getattr(value, "ndim", 0) >= 1 and value.size == 0:  # (found in review: NumPy's stack error, or empty results)
+        raise ValueError(f"{name} array is empty: give at least one key (jax.random.split(key, R) with R >= 1).")
     if getattr(value, "ndim", 0) >= 1 and value.size > 1 and not isinstance(value, jax.core.Tracer):
         words = np.asarray(jax.random.key_data(value)).reshape(value.size, -1)
         if np.unique(words, axis=0).shape[0] < value.size:

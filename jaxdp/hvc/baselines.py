@@ -18,7 +18,7 @@ import numpy as np
 
 from jaxdp import _validate, mechanisms
 from jaxdp.hvc.config import HVCConfig
-from jaxdp.hvc.stream import Result, _cast_within, _frame_epsilon, _output_dtype, _prepare
+from jaxdp.hvc.stream import Result, _cast_within, _compute_dtype, _frame_epsilon, _output_dtype, _prepare
 
 __all__ = ["pln", "frame_mean", "microaggregate", "midpoint"]
 
@@ -28,6 +28,10 @@ def _plan(records, config, epsilon, ids, bounds):
     index = np.concatenate([np.asarray(f[0], np.int64) for f in frames])
     frame = np.concatenate([np.full(len(f[0]), i) for i, f in enumerate(frames)])
     eps_frames = _frame_epsilon(config, epsilon, [len(f[0]) for f in frames], limit)
+    if eps_frames.size:  # a frame's noise must fit the compute dtype (found in review: records_per_subject = 10**45
+        # gave ε_f = 1e-45, and PLN released ±inf, the frame mean NaN)
+        _validate.noise_fits(float(np.sum(hi - lo)) / float(eps_frames.min()), _compute_dtype(config),
+                             "a frame at its budget ε_f")
     # records that arrived after each one before its frame was released, as `anonymize` reports (found in review:
     # the baselines reported 0 for every record, though they release frame by frame)
     release_row = np.fromiter((f[1] for f in frames), np.int64, len(frames))
@@ -142,7 +146,7 @@ def frame_mean(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bo
     w = (sizes * eps_frames) ** 2  # 1 / variance of each frame's noisy mean (up to a constant)
     running = np.cumsum(noisy * w[:, None], axis=-2) / np.cumsum(w)[:, None]
     out = np.clip(running, lo, hi)[..., frame, :]
-    return _result(out, index, frame, planner, eps_frames, private, lo, hi, delay)
+    return _result(out, index, frame, planner, eps_frames, private, lo, hi, delay, config)
 
 
 def microaggregate(
@@ -167,11 +171,13 @@ def microaggregate(
     eps_group = eps_frames[frame[first]]  # each group's frame budget (a loop over groups was quadratic: review)
     noisy = _group_release(key, x, grp, eps_group, sizes, float(np.sum(hi - lo)), config, lo, hi)
     out = np.clip(noisy, lo, hi)[..., grp, :]
-    return _result(out, index, frame, planner, eps_frames, private, lo, hi, delay)
+    return _result(out, index, frame, planner, eps_frames, private, lo, hi, delay, config)
 
 
-def _result(out, index, frame, planner, eps_frames, private, lo, hi, delay):
-    dtype = _output_dtype(lo, hi, jnp.zeros(()).dtype)  # as `anonymize`: float64 where float32 cannot resolve the domain
+def _result(out, index, frame, planner, eps_frames, private, lo, hi, delay, config):
+    # as `anonymize`: the config's precision (found in review: noise="float64" released float32 here), and float64
+    # where float32 cannot resolve the domain
+    dtype = _output_dtype(lo, hi, _compute_dtype(config))
     return Result(
         records=_cast_within(out, lo, hi, dtype), index=index, delay=delay, footrule=np.zeros_like(index),
         capped=planner.capped, superseded=planner.superseded, dropped=planner.dropped, epsilon_spent=eps_frames,

@@ -580,6 +580,10 @@ class _FrameMeans:
         # the means' budget: s·ε_f − ε_v where the blocks may go live (public rule), else all of ε_f; a frame
         # whose blocks could go live but whose means could then not be sampled gives its blocks up
         possible = possible & means_ok(self.share * eps_frames - _VARIANCE_SHARE * eps_frames)
+        # ... and at ε_f − ε_v, what the means get when the noisy variance keeps the blocks off (found in review: that
+        # budget was never checked; at large ε_f its ratio fell below the grid's range and more noise was added than
+        # the estimate's weights assume)
+        possible = possible & means_ok(eps_frames - _VARIANCE_SHARE * eps_frames)
         asked = possible | means_ok(eps_frames)
         return asked, possible
 
@@ -1015,9 +1019,15 @@ def anonymize_streams(keys: jax.Array, streams, config: HVCConfig, *, epsilon: f
     n_streams, n_rows, d = streams.shape
     limit = None if config.records_per_subject is not None else (config.target_length or n_rows)
     frames, planner = _plan_all(config, n_rows, None, limit)
+    if planner.dropped:  # as `anonymize` (found in review: the streams' front end dropped records without a word)
+        _warn_dropped(planner.dropped, limit)
     with _precision(config):
         dtype = _compute_dtype(config)
         prm = _shift_params(config, lo, hi, dtype)
+        if frames:  # as `anonymize` (found in review: a budget the exact sampler cannot take released the midpoint)
+            largest = max(len(f[0]) for f in frames)
+            _FrameMeans(config, hi - lo).check_full_frame(
+                float(_frame_epsilon(config, epsilon, [largest], limit)[0]), largest)
         fr = _Frames(config, epsilon, lo, hi, limit, dtype)
         data64 = streams.astype(np.float64)
         per = [fr.blocks(lambda r, s=s: data64[s][np.asarray(r, np.int64)], frames) for s in range(n_streams)]

@@ -82,3 +82,16 @@ def test_grid_means_of_huge_frames_are_refused_not_clamped(key, release):
     cfg = jaxdp.HVCConfig(8, 2**18, records_per_subject=1, noise="grid")  # frames of 2²¹ records
     with pytest.raises(ValueError, match=r"\(2\*\*29 - 1\)·γ"):
         fn(key, np.ones((2**21, 1)), cfg, epsilon=1.0, bounds=(np.zeros(1), np.ones(1)))
+
+
+def test_baselines_follow_the_configs_precision_and_refuse_frames_whose_noise_overflows(key):
+    """Found in review: with noise="float64" the frame mean and microaggregation released float32 (PLN and
+    `anonymize` float64); at records_per_subject = 10**45 (ε_f = 1e-45) PLN released ±inf and the frame mean NaN."""
+    x = np.random.default_rng(0).uniform(0, 1, (8, 2))
+    cfg64 = jaxdp.HVCConfig(2, 2, records_per_subject=1, noise="float64")
+    for fn in (jaxdp.pln, jaxdp.frame_mean, jaxdp.microaggregate):
+        assert np.asarray(fn(key, x, cfg64, epsilon=1.0, bounds=[1.0, 1.0]).records).dtype == np.float64, fn
+        with pytest.raises(ValueError, match="a frame at its budget"):
+            fn(key, x, jaxdp.HVCConfig(2, 2, records_per_subject=10**45), epsilon=1.0, bounds=[1.0, 1.0])
+    with pytest.raises(ValueError, match="key array is empty"):
+        jaxdp.pln(jax.random.split(key, 0), x, cfg64, epsilon=1.0, bounds=[1.0, 1.0])

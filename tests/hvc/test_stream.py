@@ -819,8 +819,10 @@ def test_many_streams_make_the_checks_one_stream_makes(key):
             jaxdp.anonymize(key, x[0], cfg, epsilon=eps, bounds=bounds)
         with pytest.raises(ValueError):
             jaxdp.anonymize_streams(keys, x, cfg, epsilon=eps, bounds=bounds)
-    with pytest.raises(ValueError, match="S, N >= 1"):
+    with pytest.raises(ValueError, match="key array is empty"):  # (the empty key array is refused first)
         jaxdp.anonymize_streams(keys[:0], x[:0], cfg, epsilon=1.0, bounds=ok)
+    with pytest.raises(ValueError, match="S, N >= 1"):
+        jaxdp.anonymize_streams(keys, x[:, :0], cfg, epsilon=1.0, bounds=ok)
     with pytest.raises(TypeError, match="HVCConfig"):
         jaxdp.anonymize_streams(keys, x, {"block_size": 2}, epsilon=1.0, bounds=ok)
     with pytest.raises(TypeError, match="shard"):
@@ -1021,3 +1023,29 @@ def test_truncated_normal_mean_matches_scipy_and_its_limits():
     assert truncated_normal_mean(np.array([1.0]), np.array([0.0]), np.array([4.0]))[0] == 2.0  # sd = 0: the midpoint
     sweep = truncated_normal_mean(np.linspace(-50.0, 54.0, 20001), np.full(20001, 1.3), np.full(20001, 4.0))
     assert np.all(np.diff(sweep) >= -1e-12)  # non-decreasing in y
+
+
+def test_anonymize_streams_checks_what_anonymize_checks(key):
+    """Found in review: `anonymize_streams` skipped two checks of the other front ends: a noise="grid" budget whose
+    full frames the exact sampler cannot take was released as the midpoint with private=True (anonymize refuses it),
+    and records dropped past target_length went without a `BudgetExhaustedWarning`."""
+    x = np.random.default_rng(0).uniform(0, 1, (8, 1))
+    keys = jax.random.split(key, 1)
+    cfg = jaxdp.HVCConfig(2, 2, records_per_subject=1, noise="grid")
+    with pytest.raises(ValueError, match="cannot sample this release exactly"):
+        jaxdp.anonymize(key, x, cfg, epsilon=1e-7, bounds=[1.0])
+    with pytest.raises(ValueError, match="cannot sample this release exactly"):
+        jaxdp.anonymize_streams(keys, x[None], cfg, epsilon=1e-7, bounds=[1.0])
+    with pytest.warns(jaxdp.BudgetExhaustedWarning):
+        jaxdp.anonymize_streams(keys, x[None, :7], jaxdp.HVCConfig(2, 2, target_length=5), epsilon=1.0, bounds=[1.0])
+
+
+def test_grid_frames_whose_means_budget_the_sampler_cannot_take_are_refused(key):
+    """Found in review: with noise="grid" the layer checked the means' budget where the blocks are live (s·ε_f − ε_v)
+    and where they cannot be (ε_f), never ε_f − ε_v, which the means get when the noisy variance keeps the blocks
+    off: at ε_f = 400 on a width-1 column its ratio fell below the grid's range, more noise was drawn than the
+    running estimate's weights assume, and nothing was said. Such a budget is now refused like any other."""
+    cfg = jaxdp.HVCConfig(2, 2, records_per_subject=1, noise="grid")
+    with pytest.raises(ValueError, match="below 1"):
+        jaxdp.anonymize(key, np.full((12, 1), 0.5), cfg, epsilon=400.0, bounds=([0.0], [1.0]))
+    jaxdp.anonymize(key, np.full((12, 1), 0.5), cfg, epsilon=150.0, bounds=([0.0], [1.0]))  # within range: runs
