@@ -442,9 +442,10 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
 
     if not args.no_compilation_cache:  # compiled programs only (never data); a user's own setting is kept
         if cpu_loop.enable_compilation_cache() is None and not args.quiet:
-            print("jaxdp anonymize: NOTE: the compilation cache (~/.cache/jaxdp/xla or $XDG_CACHE_HOME/jaxdp/xla) "
-                  "could not be created or is writable by others, so it is not used (compiled again each run); "
-                  "chmod 700 it, or pass --no-compilation-cache.", file=sys.stderr)  # fmt: skip
+            print("jaxdp anonymize: NOTE: the compilation cache (~/.cache/jaxdp/xla, $XDG_CACHE_HOME/jaxdp/xla or "
+                  "JAX's configured folder) could not be created or it, or a folder above it, is writable by others, "
+                  "so it is not used (compiled again each run); chmod 700 it, or pass --no-compilation-cache.",
+                  file=sys.stderr)  # fmt: skip
     previous = cpu_loop.fuse_cpu_loops(not args.no_fuse_loops)
     t_run = time.perf_counter()
     progress = _progress(rows, args.quiet)

@@ -363,7 +363,12 @@ def _one_kernel_program(static, prm, state, blocks, keys, pub):
     nothing has been drawn or released by the refused attempt)."""
     args = (prm, state, blocks, keys, pub)
     leaves, tree = jax.tree_util.tree_flatten(args)
-    sig = (static, tree, tuple((tuple(a.shape), str(a.dtype), bool(getattr(a, "weak_type", False))) for a in leaves))
+    # with JAX's trace-affecting settings, as jax.jit keys its programs (found in review: after
+    # jax_threefry_partitionable was changed the stored program drew the old bits, the default loop the new ones)
+    from jax._src import config as jax_config
+
+    sig = (static, tree, tuple((tuple(a.shape), str(a.dtype), bool(getattr(a, "weak_type", False))) for a in leaves),
+           jax_config.trace_context())
     if sig in one_kernel_programs:
         one_kernel_programs.move_to_end(sig)
         return one_kernel_programs[sig]

@@ -13,6 +13,7 @@ from jaxdp.transforms import orders
 
 __all__ = ["HVCConfig", "VARIANCE_SHARE"]
 
+MAX_HISTORY = 64  # π: past protected blocks a prediction may use
 VARIANCE_SHARE = 0.05  # of each frame's budget ε_f, spent on the frame's noisy column variances (out of the share)
 
 _REORDERS = ("none", "paper")
@@ -143,7 +144,8 @@ class HVCConfig:
             raise ValueError('reorder_cost must be 0 with reorder="none".')
         if self.reorder_cost < 0:
             raise ValueError(f"reorder_cost must be >= 0, got {self.reorder_cost}.")
-        _validate.size("history", self.history)
+        _validate.size("history", self.history, hi=MAX_HISTORY, why="the inter mode adds one candidate per past "
+                       "block, each compiled and scored (found in review: 10**9 ran out of memory inside XLA)")
         modes = tuple(self.modes) if not isinstance(self.modes, str) else (self.modes,)
         if not modes or any(m not in predict.MODES for m in modes) or len(set(modes)) != len(modes):
             raise ValueError(f"modes must be distinct names from {predict.MODES}, got {self.modes!r}.")

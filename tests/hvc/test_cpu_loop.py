@@ -150,3 +150,42 @@ def test_the_compilation_cache_keeps_a_directory_the_user_configured(tmp_path):
     current = jax.config.jax_compilation_cache_dir
     assert current and cpu_loop.enable_compilation_cache(str(tmp_path / "other")) == current
     assert jax.config.jax_compilation_cache_dir == current and not (tmp_path / "other").exists()
+
+
+def test_one_kernel_programs_follow_jax_settings_and_a_configured_cache_folder_is_checked(tmp_path):
+    """Found in review: the stored one-kernel programs were keyed on the config and argument types only, so after
+    `jax_threefry_partitionable` was changed the one-kernel loop drew the old bits and the default loop the new ones
+    (the two loops promise the same release for a key); a JAX cache folder configured by the user was used
+    unchecked, even world-writable (programs loaded from it run like the package's code); history had no limit
+    (10**9 ran out of memory inside XLA); np.True_ was refused by fuse_cpu_loops."""
+    x = np.random.default_rng(0).uniform(0, 1, (64, 3))
+    bounds = (np.zeros(3), np.ones(3))
+    cfg = jaxdp.HVCConfig(4, 2, modes=("midpoint", "column_mean"))
+
+    def run():
+        return np.asarray(jaxdp.anonymize(jax.random.key(7), x, cfg, epsilon=300.0, bounds=bounds).records)
+
+    saved = jax.config.jax_threefry_partitionable
+    jaxdp.fuse_cpu_loops(True)
+    run()  # stores the one-kernel program under the current setting
+    try:
+        jax.config.update("jax_threefry_partitionable", not saved)
+        out = {}
+        for enabled in (np.True_, False):
+            jaxdp.fuse_cpu_loops(enabled)
+            out[bool(enabled)] = run()
+        np.testing.assert_allclose(out[True], out[False], rtol=1e-5, atol=1e-6)
+    finally:
+        jax.config.update("jax_threefry_partitionable", saved)
+        jaxdp.fuse_cpu_loops(True)
+    with pytest.raises(ValueError, match="history must be at most"):
+        jaxdp.HVCConfig(4, 2, history=10**9, modes=("inter", "midpoint"))
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    current = jax.config.jax_compilation_cache_dir
+    try:
+        jax.config.update("jax_compilation_cache_dir", str(shared))
+        assert cpu_loop.enable_compilation_cache() is None and not jax.config.jax_compilation_cache_dir
+    finally:
+        jax.config.update("jax_compilation_cache_dir", current)
