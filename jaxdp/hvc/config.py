@@ -57,7 +57,7 @@ class HVCConfig:
         guarantee**, DESIGN note 3: results are flagged ``private=False``).
       reorder_cost: c_R, the footrule bound (0 with ``reorder="none"``; ⌊n²/2⌋ = unconstrained).
       reorder_strategy: ``"lagrangian"`` (default), ``"s1"`` or ``"s2"`` (paper Sec. 4.5.1, r = 2).
-      history: π, how many past protected blocks the predictor sees.
+      history: π, how many past protected blocks the predictor sees (1 … `MAX_HISTORY` = 64).
       modes: prediction modes, a tuple from `jaxdp.hvc.predict.MODES`. The default ``("frame_mean",)``
         predicts every block from the frame-mean layer (below); the paper's modes are
         ``predict.PAPER_MODES`` (midpoint, column mean, last record, history mean, inter).
