@@ -92,9 +92,16 @@ def relative_sse(y, x, lo, hi, *, per_column: bool = False):
     _flag("per_column", per_column)
     y, x = _pair(y, x)
     lo, hi = _domain(lo, hi, x.shape[1])
-    mid = np.sum((x - 0.5 * (lo + hi)) ** 2, axis=0)
-    cols = sse_columns(y, x)
-    return _over_midpoint(cols, mid) if per_column else float(_over_midpoint(np.sum(cols), np.sum(mid)))
+    # in units of each column's width (the ratios do not change), the total weighted by the widths over the widest:
+    # found in review, at scale 1e-170 both sums of squares underflowed to 0 and the "exact release" rule gave 1.0,
+    # at 1e160 they overflowed to NaN
+    width = hi - lo
+    mid = np.sum(((x - 0.5 * (lo + hi)) / width) ** 2, axis=0)
+    cols = np.mean(np.sum(((y - x) / width) ** 2, axis=1), axis=0)
+    if per_column:
+        return _over_midpoint(cols, mid)
+    v2 = (width / np.max(width)) ** 2
+    return float(_over_midpoint(np.sum(v2 * cols), np.sum(v2 * mid)))
 
 
 def _over_midpoint(err, mid):
@@ -163,6 +170,11 @@ def moment_errors(y, x) -> tuple[np.ndarray, np.ndarray]:
     """Relative errors ``|m(y) − m(x)| / |m(x)|`` of each column's mean and standard deviation, ``([d], [d])``
     (mean over repetitions; NaN where the original moment is 0)."""
     y, x = _pair(y, x)
+    # each column in units of its largest |value| (the relative errors do not change; found in review: the standard
+    # deviations underflowed at scale 1e-170 and overflowed at 1e160, giving NaN)
+    scale = np.max(np.abs(x), axis=0)
+    scale = np.where(scale > 0, scale, 1.0)
+    x, y = x / scale, y / scale
     mx, sx = x.mean(axis=0), x.std(axis=0)
     # a moment that is 0 up to the rounding of its computation counts as 0 (found in review: a constant column's
     # std of 1e-17 gave relative errors of 4e14)

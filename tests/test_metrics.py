@@ -121,3 +121,20 @@ def test_edges_give_defined_values_or_clear_errors():
         metrics.marginal_tv(x, x, 0.0, 1.0, pairs="no")
     with pytest.raises(TypeError, match="True or False"):
         metrics.relative_sse(x, x, 0.0, 1.0, per_column="no")
+
+
+@pytest.mark.parametrize("scale", [1e-170, 1e160])
+def test_relative_sse_and_moments_hold_at_any_scale(scale):
+    """Found in review: at scale 1e-170 both sums of squares of `relative_sse` underflowed to 0 and its "exact
+    release" rule reported 1.0; at 1e160 they overflowed to NaN; `moment_errors`' standard deviations were NaN at
+    both (as `regression_r2` and `correlation_error` were before their fix)."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 1, (50, 3))
+    y = x + rng.normal(0, 0.1, x.shape)
+    ref = metrics.relative_sse(y, x, 0, 1), metrics.relative_sse(y, x, 0, 1, per_column=True), metrics.moment_errors(y, x)
+    got = (metrics.relative_sse(y * scale, x * scale, 0, scale),
+           metrics.relative_sse(y * scale, x * scale, 0, scale, per_column=True), metrics.moment_errors(y * scale, x * scale))
+    np.testing.assert_allclose(got[0], ref[0], rtol=1e-12)
+    np.testing.assert_allclose(got[1], ref[1], rtol=1e-12)
+    for a, b in zip(got[2], ref[2]):
+        np.testing.assert_allclose(a, b, rtol=1e-10)

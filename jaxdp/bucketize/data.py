@@ -51,7 +51,7 @@ def load_table(path: str, *, sensitive: str) -> tuple[list[str], np.ndarray, np.
     "flu" were two SA values, each with its own f′, and a bucket of only flu passed the F′ check)."""
     import csv
 
-    with open(path, newline="") as f:
+    with open(path, newline="", encoding="utf-8-sig") as f:  # (found in review: Excel's BOM stuck to the first name)
         rows = list(csv.reader(f))
     if len(rows) < 2:
         raise ValueError(f"{path} has no records.")

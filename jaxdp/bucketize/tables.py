@@ -10,7 +10,7 @@ import numpy as np
 
 from jaxdp import _validate
 from jaxdp.bucketize.heuristics import Bucketing
-from jaxdp.bucketize.validity import is_fprime_private, value_counts
+from jaxdp.bucketize.validity import _kind, is_fprime_private, value_counts
 
 __all__ = ['PublishedTables', 'publish']
 
@@ -81,6 +81,8 @@ def publish(key: jax.Array, qi, sa, bucketing: Bucketing, *, fake: int = 0, doma
     if key.ndim:
         raise ValueError(f"key must be one typed key (a publication is one draw), got shape {key.shape}.")
     qi = np.asarray(qi)
+    if qi.ndim < 1:  # (found in review: a bare IndexError)
+        raise ValueError(f"qi must hold one row of quasi-identifiers per record, got a scalar of shape {qi.shape}.")
     if np.size(sa):
         value_counts(sa)  # one kind of SA value (NumPy would merge 1 and "1")
     sa = np.asarray(sa)
@@ -107,7 +109,10 @@ def publish(key: jax.Array, qi, sa, bucketing: Bucketing, *, fake: int = 0, doma
     if domain is not None:  # the public domain must hold every real value, in their type (found in review: a
         # domain without them made every fake value one no record has, so the fakes were visible)
         domain = np.asarray(domain)
-        if domain.dtype.kind != real.dtype.kind and not (domain.dtype.kind in "iuf" and real.dtype.kind in "iuf"):
+        # by the values' kinds, as `value_counts` reads them (found in review: strings in an object array, as pandas
+        # gives them, were refused beside a list of strings)
+        kinds = {_kind(v) for v in domain.reshape(-1)} | {_kind(v) for v in real}
+        if len(kinds) > 1:
             raise ValueError(f"domain has values of type {domain.dtype}, the SA values {real.dtype}: give one type.")
         if np.setdiff1d(real, domain).size:
             raise ValueError("domain must contain every SA value of the table (fake values drawn from a domain "
