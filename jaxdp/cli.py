@@ -84,10 +84,7 @@ def _pln(key, data, widths, epsilon):
 
 
 def demo(args: argparse.Namespace) -> int:
-    import jax
-
-    from jaxdp import datasets, keys
-    from jaxdp.hvc import quantize
+    from jaxdp import datasets
 
     data = datasets.load_census().astype(np.float64)
     widths, how = _demo_bounds(args.bounds, data)
@@ -100,6 +97,23 @@ def demo(args: argparse.Namespace) -> int:
         raise InputError(f"--epsilon must be a finite number > 0, got {eps}.")
     if args.seed is not None and not 0 <= args.seed <= MAX_SEED:
         raise InputError(f"--seed must be in [0, 2**64), got {args.seed}. Omit --seed for a private release.")
+    from jaxdp._domain import unfit
+
+    reason = unfit(np.zeros_like(widths), widths, np.float32)  # (found in review: too narrow or wide: a traceback)
+    if reason:
+        raise InputError(f"--bounds: {reason}; rescale the widths.")
+    try:
+        return _demo_run(args, data, widths, how, n, eps)
+    except ValueError as err:  # a budget the mechanisms refuse (found in review: --epsilon 1e-30 ended in a traceback)
+        raise InputError(f"{err}") from None
+
+
+def _demo_run(args, data, widths, how, n, eps) -> int:
+    import jax
+
+    from jaxdp import keys
+    from jaxdp.hvc import quantize
+
     full = (data.shape[0] // n) * n
     pieces = [data[:full].reshape(-1, n, data.shape[1])]
     if full < data.shape[0]:
@@ -141,7 +155,8 @@ def demo(args: argparse.Namespace) -> int:
           " for publication):")
     print(f"{'method':28s} {'SSE':>12s} {'log2 SSE':>9s} {'vs PLN':>8s} {'time s':>8s}")
     for name, sse, secs, note in rows:
-        print(f"{name:28s} {sse:12.4e} {np.log2(sse):9.2f} {sse / base:8.3f} {secs:8.3f}  {note}")
+        with np.errstate(divide="ignore", invalid="ignore"):  # an SSE of 0 at a huge ε: -inf and nan, no warnings
+            print(f"{name:28s} {sse:12.4e} {np.log2(sse):9.2f} {sse / base:8.3f} {secs:8.3f}  {note}")
     return 0
 
 
@@ -244,7 +259,8 @@ def _same_file(a: str, b: str) -> bool:
 def _check_anonymize_args(args):
     """Everything that can be checked without reading data or starting JAX."""
     _positive_int("block", args.block, 1, MAX_BLOCK)
-    _positive_int("history", args.history, 1, MAX_HISTORY)
+    if args.history is not None:
+        _positive_int("history", args.history, 1, MAX_HISTORY)
     _positive_int("target-length", args.target_length)
     _positive_int("records-per-subject", args.records_per_subject)
     if args.records_per_subject is not None and args.target_length is not None:
@@ -408,7 +424,9 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
     from jaxdp.privacy import release_is_private
 
     n = args.block
-    kw = dict(target_length=target, records_per_subject=args.records_per_subject, history=args.history)
+    kw = dict(target_length=target, records_per_subject=args.records_per_subject)
+    if args.history is not None:  # (found in review: --paper dropped an explicit --history silently)
+        kw["history"] = args.history
     if split is not None:
         kw["split"] = split
     for name in ("theta", "accounting", "order"):
@@ -426,7 +444,6 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
         kw["noise"] = args.noise
     try:
         if args.paper:
-            kw.pop("history")
             config = jaxdp.HVCConfig.paper(n, delay // n, **kw)
         else:
             config = jaxdp.HVCConfig(n, delay // n, **kw)
@@ -833,7 +850,8 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--order", default=None, choices=["zigzag", "diagonal"], help="coefficient scan order (default zigzag)")
     g.add_argument("--kinds", default=None, help=f"comma-separated transforms from {', '.join(_KINDS)} (default dct,dst,dht)")
     g.add_argument("--modes", default=None, help=f"comma-separated prediction modes: {_MODES_HELP}")
-    g.add_argument("--history", type=int, default=2, help=f"past blocks seen by the predictor π (1..{MAX_HISTORY}, default 2)")
+    g.add_argument("--history", type=int, default=None,
+                   help=f"past blocks seen by the predictor π (1..{MAX_HISTORY}, default 2; also with --paper)")
     g.add_argument("--no-prune", action="store_true", help="keep hopeless (t, σ) candidates")
     g.add_argument("--no-clip", action="store_true", help="do not clip released records to the domain")
     g.add_argument("--paper", action="store_true",

@@ -960,3 +960,19 @@ def test_a_quoted_line_break_is_read_wherever_it_falls_in_the_file(tmp_path, cap
         src.write_text(head + row * fill + f'"{pad}\nq",2\n' + "cd,3\n")
         assert cli.main(["anonymize", str(src), "-o", str(out), "--ids-column", "id", "--bounds", "0:10", "--seed",
                          "1", "--target-length", str(fill + 2), "--quiet"]) == 0, (shift, capsys.readouterr().err)
+
+
+def test_demo_refuses_budgets_and_domains_the_mechanisms_refuse_and_paper_keeps_history(tmp_path, capsys):
+    """Found in review: `jaxdp demo --epsilon 1e-30` and `--bounds` of widths 1e-30 or 1e30 ended in tracebacks (exit 1),
+    and `anonymize --paper --history 16` silently ran with history 2."""
+    for argv, message in ((["--epsilon", "1e-30"], "outside what float32 holds"),
+                          (["--bounds", ",".join(["1e-30"] * 13)], "too narrow"),
+                          (["--bounds", ",".join(["1e30"] * 13)], "too wide")):  # fmt: skip
+        assert cli.main(["demo", "--seed", "1", *argv]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err, err
+    src, rep = tmp_path / "in.csv", tmp_path / "r.json"
+    src.write_text("a\n" + "\n".join(str(i % 7) for i in range(64)) + "\n")
+    assert cli.main(["anonymize", str(src), "-o", str(tmp_path / "o.csv"), "--bounds", "0:10", "--paper",
+                     "--history", "5", "--report", str(rep), "--quiet"]) == 0  # fmt: skip
+    assert json.loads(rep.read_text())["config"]["history"] == 5
