@@ -16,6 +16,7 @@ __all__ = ['loss', 'mse', 'relative_error', 'inference_moments', 'simulate_infer
 
 def loss(bucket) -> int:
     """Loss (Eq. 2): Σ_g (|g| − 1)²."""
+    _check_bucket(bucket)  # (found in review: negative or float ids ended in NumPy's messages)
     sizes = np.bincount(np.asarray(bucket))
     sizes = sizes[sizes > 0]
     return int(np.sum((sizes - 1) ** 2))
@@ -23,11 +24,15 @@ def loss(bucket) -> int:
 
 def mse(bucket) -> float:
     """MSE (Definition 3.9): Loss / (|T| − 1)."""
+    n = _check_bucket(bucket).size
+    return loss(bucket) / max(n - 1, 1)
+
+
+def _check_bucket(bucket) -> np.ndarray:
     b = np.asarray(bucket)
     if b.ndim != 1 or b.size == 0 or not np.issubdtype(b.dtype, np.integer) or b.min() < 0:
         raise ValueError("bucket must be a non-empty 1-D array of non-negative integer bucket ids.")  # ([] was a
-    n = b.size  # dtype-cast TypeError, found in review)
-    return loss(bucket) / max(n - 1, 1)
+    return b  # dtype-cast TypeError, found in review)
 
 
 def relative_error(qi, sa, bucket, *, queries: int = 1000, selectivity: float = 0.01, seed: int = 0) -> float:

@@ -102,7 +102,13 @@ def fprime_linear(freq, *, theta: float, b: float = 0.02) -> np.ndarray:
     _validate.positive_scalar("theta", theta)  # found in review: θ = NaN gave NaN f′ silently
     if isinstance(b, (bool, np.bool_)) or not isinstance(b, (int, float, np.integer, np.floating)) or not 0 <= b <= 1:
         raise ValueError(f"b must be a number in [0, 1] (the paper uses 0.02), got {b!r}.")
-    return np.minimum(1.0, theta * np.asarray(freq, np.float64) + b)
+    f = np.asarray(freq)
+    if f.dtype.kind not in "iuf":  # (found in review: '0.1' was parsed, NaN and −1 gave f′ of NaN and −2)
+        raise TypeError(f"freq must be numbers (value frequencies in [0, 1]), got {f.dtype} values.")
+    f = f.astype(np.float64)
+    if not np.all((f >= 0) & (f <= 1)):
+        raise ValueError("freq must be frequencies in [0, 1] (no NaN); compute them as counts / total.")
+    return np.minimum(1.0, theta * f + b)
 
 
 

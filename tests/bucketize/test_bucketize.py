@@ -634,3 +634,18 @@ def test_publish_and_load_table_take_what_users_have(key, tmp_path):
     p.write_bytes("\ufeffdisease,age\nflu,30\nhiv,40\n".encode())
     names, qi, got = B.load_table(str(p), sensitive="disease")
     assert names == ["age"] and got.tolist() == ["flu", "hiv"]
+
+
+def test_fprime_linear_and_loss_refuse_what_they_would_misread():
+    """Found in review: `fprime_linear` parsed '0.1' and gave f′ of NaN or −2 for a frequency of NaN or −1; `loss`
+    gave NumPy's messages for negative or float bucket ids (`mse` already checked them)."""
+    with pytest.raises(TypeError, match="freq must be numbers"):
+        B.fprime_linear(np.array(["0.1"]), theta=2)
+    for bad in (np.nan, -1.0, 1.5):
+        with pytest.raises(ValueError, match=r"freq must be frequencies in \[0, 1\]"):
+            B.fprime_linear(np.array([0.2, bad]), theta=2)
+    np.testing.assert_allclose(B.fprime_linear(np.array([0.0, 0.1, 1.0]), theta=2), [0.02, 0.22, 1.0])
+    for bad in (np.array([0, -1]), np.array([0.0, 1.0])):
+        with pytest.raises(ValueError, match="non-negative integer bucket ids"):
+            B.loss(bad)
+    assert B.loss(np.array([0, 0, 1])) == 1
