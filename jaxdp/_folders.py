@@ -36,7 +36,8 @@ def private_folder(path: str) -> str | None:
     uid = _uid()
     try:
         missing = []
-        head = os.path.abspath(os.path.expanduser(os.fspath(path)))
+        full = os.path.abspath(os.path.expanduser(os.fspath(path)))
+        head = full
         while not os.path.lexists(head):
             missing.append(head)
             parent = os.path.dirname(head)
@@ -48,7 +49,7 @@ def private_folder(path: str) -> str | None:
                 os.mkdir(folder, 0o700)
             except FileExistsError:  # made at the same moment by another process: checked below like any folder
                 pass
-        real = os.path.realpath(os.path.abspath(os.path.expanduser(os.fspath(path))))  # (review: "~/x" was not)
+        real = os.path.realpath(full)  # the expanded path (found in review: "~/x" was created, then checked unexpanded)
         if not _safe_dir(os.stat(real), uid, own=True):
             return None
         parent = os.path.dirname(real)

@@ -602,6 +602,12 @@ class _FrameMeans:
             for w in self.width:
                 mechanisms.check_grid_values(float(w), sensitivity=w / m, what="frame means")
 
+    def check_largest_frame(self, config: HVCConfig, epsilon: float, frames, limit) -> None:
+        """`check_full_frame` for a run's largest frame (smaller ones are released without a query)."""
+        if frames:
+            largest = max(len(f[0]) for f in frames)
+            self.check_full_frame(float(_frame_epsilon(config, epsilon, [largest], limit)[0]), largest)
+
     def estimates(self, key, moments: np.ndarray, sizes: np.ndarray, eps_frames: np.ndarray):
         """For the next F frames, from the raw ``moments [2, F, d]`` (column means, column variances):
         ``(base [(R,) F, d], energy per record [(R,) F], blocks' share of ε_f [(R,) F])``."""
@@ -956,9 +962,7 @@ def _anonymize_planned(key, records, config, epsilon, ids, lo, hi, private, limi
     blocks, rows, eps, block_frame = fr.blocks(lambda r: data64[np.asarray(r, np.int64)], frames)
     state = codec.init(config, records.shape[1], dtype)
     layer = _FrameMeans(config, hi - lo)
-    if frames:  # the largest frame must be one the exact sampler takes (smaller ones are released without a query)
-        largest = max(len(f[0]) for f in frames)
-        layer.check_full_frame(float(_frame_epsilon(config, epsilon, [largest], limit)[0]), largest)
+    layer.check_largest_frame(config, epsilon, frames, limit)
     pub = _block_inputs(config, epsilon, layer, key, blocks, rows, eps, block_frame, frames, limit, dtype)
     _, released, info = _run_padded(config, prm, state, blocks, key, 0, pub, dtype, pad=False)
     return _assemble(config, epsilon, released, rows, info, frames, block_frame, lo, hi, dtype, limit, planner, private)
@@ -1024,10 +1028,8 @@ def anonymize_streams(keys: jax.Array, streams, config: HVCConfig, *, epsilon: f
     with _precision(config):
         dtype = _compute_dtype(config)
         prm = _shift_params(config, lo, hi, dtype)
-        if frames:  # as `anonymize` (found in review: a budget the exact sampler cannot take released the midpoint)
-            largest = max(len(f[0]) for f in frames)
-            _FrameMeans(config, hi - lo).check_full_frame(
-                float(_frame_epsilon(config, epsilon, [largest], limit)[0]), largest)
+        # as `anonymize` (found in review: a budget the exact sampler cannot take released the midpoint)
+        _FrameMeans(config, hi - lo).check_largest_frame(config, epsilon, frames, limit)
         fr = _Frames(config, epsilon, lo, hi, limit, dtype)
         data64 = streams.astype(np.float64)
         per = [fr.blocks(lambda r, s=s: data64[s][np.asarray(r, np.int64)], frames) for s in range(n_streams)]

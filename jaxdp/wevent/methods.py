@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from decimal import Decimal
 from fractions import Fraction
-import warnings
 from typing import NamedTuple
 
 import jax
@@ -87,17 +87,22 @@ def _whole_counts(counts, dtype):
         fractional += int(np.count_nonzero(part != np.floor(part)))
     if fractional == 0 or not (np.all(np.isfinite(arr)) and arr.min() >= 0):
         return counts  # whole numbers; or counts `check_counts` refuses (NaN, inf, negative): its message, unchanged
+    _warn_rounded(fractional, "float32 arithmetic", stacklevel=4)
+    return _half_up(arr)
+
+
+def _half_up(arr: np.ndarray) -> np.ndarray:
+    """⌊x⌋ + [x − ⌊x⌋ ≥ ½], exact in the array's own float type (x − ⌊x⌋ has no rounding error)."""
     whole = np.floor(arr)
-    whole += (arr - whole) >= 0.5  # exact: x − ⌊x⌋ is exact in float64
-    _warn_rounded(fractional, "float32 arithmetic")
+    whole += (arr - whole) >= 0.5
     return whole
 
 
-def _warn_rounded(fractional: int, what: str) -> None:
+def _warn_rounded(fractional: int, what: str, stacklevel: int) -> None:
     warnings.warn(CountsRoundedWarning(
         f"{fractional} fractional count(s) were rounded to whole numbers (halves up): {what} would round them by up "
         'to 1, moving neighbours by twice the sensitivity (curator-only: this number is read from the data; '
-        'noise="float64" keeps fractions given as floats).'), stacklevel=4)  # fmt: skip
+        'noise="float64" keeps fractions given as floats).'), stacklevel=stacklevel)  # fmt: skip
 
 
 _EXACT_IN_FLOAT64 = (bool, int, float, np.bool_, np.integer, np.float16, np.float32, np.float64)
@@ -119,12 +124,10 @@ def _whole_precise_counts(counts):
     if arr.dtype.kind == "f" and arr.dtype.itemsize > 8:  # longdouble: ⌊x⌋ and x − ⌊x⌋ are exact in it
         if not (np.all(np.isfinite(arr)) and arr.min() >= 0):
             return counts  # `check_counts` refuses them, with its message
-        whole = np.floor(arr)
-        fractional = int(np.count_nonzero(arr != whole))
+        fractional = int(np.count_nonzero(arr != np.floor(arr)))
         if fractional:
-            whole += (arr - whole) >= 0.5
-            _warn_rounded(fractional, "the cast to float64")
-            return whole.astype(np.float64)
+            _warn_rounded(fractional, "the cast to float64", stacklevel=5)
+            return _half_up(arr).astype(np.float64)
         return counts
     if arr.dtype.kind != "O":
         return counts
@@ -151,7 +154,7 @@ def _whole_precise_counts(counts):
             return counts
     if not fractional:
         return counts
-    _warn_rounded(fractional, "the cast to float64")
+    _warn_rounded(fractional, "the cast to float64", stacklevel=5)
     return out.reshape(arr.shape)
 
 
