@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -45,13 +47,24 @@ def min_c5(basis, n: int, *, c2: float = 1.0) -> float:
     if isinstance(basis, str) and basis == "haar":
         if n & (n - 1):
             raise ValueError(f"the Haar basis needs n to be a power of two, got n = {n}; pad the vector.")
-        # in NumPy (float32 as the release's transform): eagerly in JAX it compiled ≈ 60 one-operation
-        # programs per n, most of a first call's compile time
-        return float(c2 * np.abs(_haar_analysis(np.eye(1, n, dtype=np.float32)[0])).sum() * (1 + 1e-6))
-    if isinstance(basis, str) and basis == "dct" and n > _EXACT_C5_MAX_N:
-        return float(c2 * np.sqrt(n))  # ‖column‖₁ ≤ √n ‖column‖₂ = √n for any orthonormal matrix
+        return float(c2 * _named_norm("haar", n) * (1 + 1e-6))
+    if isinstance(basis, str) and basis == "dct":
+        return float(c2 * _named_norm("dct", n))
     psi = basis_matrix(basis, n)
     return float(c2 * np.abs(psi).sum(axis=1).max())
+
+
+@functools.lru_cache(maxsize=64)
+def _named_norm(basis: str, n: int):
+    """``max_j ‖Ψᵀ e_j‖₁`` of a named basis, kept per (basis, n) as a number: the n × n DCT matrix it is read from
+    (128 MiB at n = 4096) is not kept (the transforms keep only small matrices) and is not rebuilt per release."""
+    if basis == "haar":
+        # in NumPy (float32 as the release's transform): eagerly in JAX it compiled ≈ 60 one-operation
+        # programs per n, most of a first call's compile time
+        return np.abs(_haar_analysis(np.eye(1, n, dtype=np.float32)[0])).sum()
+    if n > _EXACT_C5_MAX_N:
+        return np.sqrt(n)  # ‖column‖₁ ≤ √n ‖column‖₂ = √n for any orthonormal matrix
+    return np.abs(basis_matrix(basis, n)).sum(axis=1).max()
 
 
 def _haar_analysis(d):

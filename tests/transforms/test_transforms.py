@@ -27,9 +27,24 @@ def test_matrix_paper_formulas_spot_values():
     np.testing.assert_allclose(transforms.matrix("dst", 1), [[1.0]])
 
 
-def test_matrix_is_read_only():
+@pytest.mark.parametrize("make", [lambda n: transforms.matrix("dct", n), transforms.haar_matrix])
+@pytest.mark.parametrize("n", [1, 4, 2048])
+def test_matrix_is_read_only(make, n):
     with pytest.raises(ValueError):
-        transforms.matrix("dct", 4)[0, 0] = 1.0
+        make(n)[0, 0] = 1.0
+
+
+@pytest.mark.parametrize("make", [lambda n: transforms.matrix("dct", n), transforms.haar_matrix])
+def test_large_matrices_are_not_held_after_use(make):
+    """Found in a memory profile of the tests: every matrix was cached for the life of the process (256 entries), so
+    a 128 MiB DCT matrix of n = 4096 stayed in memory after its one use (2 GiB at n = 16,384). Small ones are kept."""
+    import gc
+    import weakref
+
+    big = weakref.ref(make(4096))
+    gc.collect()
+    assert big() is None
+    assert make(8) is make(8)  # block sizes the codecs use are built once
 
 
 @pytest.mark.parametrize("kind", KINDS)
