@@ -88,7 +88,7 @@ def detect_format(path: str, fmt: str | None = None, *, output: bool = False) ->
     (found in review: ``-o out.xlsx`` wrote a CSV file silently); a name without a suffix is CSV."""
     if fmt is not None:
         if fmt not in FORMATS:
-            raise InputError(f"--format must be one of {FORMATS}, got {fmt!r}.")
+            raise InputError(f"--{'output' if output else 'input'}-format must be one of {FORMATS}, got {fmt!r}.")
     name = os.path.basename(path).lower()
     compression = None
     for suffix, codec in _COMPRESSIONS.items():
@@ -312,9 +312,9 @@ class TableReader:
             if magic.startswith(prefix):
                 codec = name
         if magic.startswith(b"PAR1"):
-            raise InputError(f"{self.path} is a Parquet file: name it .parquet (or pass --format parquet).")
+            raise InputError(f"{self.path} is a Parquet file: name it .parquet (or pass --input-format parquet).")
         if magic.startswith(b"ARROW1"):
-            raise InputError(f"{self.path} is an Arrow IPC file: name it .arrow (or pass --format arrow).")
+            raise InputError(f"{self.path} is an Arrow IPC file: name it .arrow (or pass --input-format arrow).")
         try:
             if codec == "xz":  # pyarrow has no xz codec: Python's lzma module
                 import lzma

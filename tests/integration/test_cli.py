@@ -363,6 +363,26 @@ def test_zstd_and_a_gzip_file_named_csv(tmp_path, capsys):
         assert f.read().decode().splitlines()[0] == "a,b,c"
 
 
+def test_a_parquet_or_arrow_file_named_csv_is_refused_with_a_fix_that_works(tmp_path, capsys):
+    """Found in review: the message said "pass --format parquet", an option the CLI does not have (argparse then
+    refused it). The option it names must be accepted and read the file."""
+    table = pa.table({"a": [0.5] * 16, "b": [1.0] * 16, "c": [2.0] * 16})
+    for fmt in ("parquet", "arrow"):
+        src = tmp_path / f"{fmt}_named.csv"
+        if fmt == "arrow":
+            with pa.OSFile(str(src), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
+                w.write_table(table)
+        else:
+            pq.write_table(table, str(src))
+        out = tmp_path / f"{fmt}_out.csv"
+        assert cli.main(["anonymize", str(src), "-o", str(out), *BOUNDS, "--quiet"]) == 2
+        err = capsys.readouterr().err
+        fix = f"--input-format {fmt}"
+        assert fix in err and "Traceback" not in err and not out.exists(), err
+        assert cli.main(["anonymize", str(src), "-o", str(out), *BOUNDS, "--quiet", *fix.split()]) == 0
+        assert out.read_text().splitlines()[0] == "a,b,c"
+
+
 def test_bom_crlf_ids_delimiter_and_encoding(tmp_path, capsys):
     ids = [f"p{i % 40:03d}" for i in range(300)]
     src = tmp_path / "in.csv"
