@@ -464,6 +464,7 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
                   "so it is not used (compiled again each run); chmod 700 it, or pass --no-compilation-cache.",
                   file=sys.stderr)  # fmt: skip
     previous = cpu_loop.fuse_cpu_loops(not args.no_fuse_loops)
+    loops_before = codec.loops_run.copy()
     t_run = time.perf_counter()
     progress = _progress(rows, args.quiet)
     try:
@@ -496,7 +497,8 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
             empty = np.zeros((0, len(columns)), np.dtype(sa.dtype))
             writer.check()
             writer.commit(empty, [] if args.ids_column else None)
-        one_kernel = codec.one_kernel_loop(config, n * len(columns))
+        ran = codec.loops_run - loops_before  # the loops this release's codec runs used
+        one_kernel = ran["one_kernel"] > 0 and ran["default"] == 0
     except ValueError as err:  # the anonymizer's refusals (found in review: a traceback, exit 1): an ε outside the
         # dtype's range, a grid budget the exact sampler cannot take, ids it refuses; nothing is left written
         raise InputError(str(err)) from None

@@ -329,8 +329,15 @@ def run(
     if run_program(static, blocks.shape[-2] * blocks.shape[-1]) is run_jit_one_kernel:
         program = _one_kernel_program(static, prm, state, blocks, keys, pub)
         if program is not None:
+            loops_run["one_kernel"] += 1
             return program(prm, state, blocks, keys, pub)
+    loops_run["default"] += 1
     return _run_jit(static, prm, state, blocks, keys, pub)
+
+
+# single-stream runs of `run` in this process by the loop that ran them ("one_kernel", "default"): what the CLI
+# reports (found in review: it reported the loop it asked for, though the screen or XLA may refuse it)
+loops_run: collections.Counter = collections.Counter()
 
 
 # Ops XLA's own small-while-loop pass refuses to put into a one-kernel loop (custom calls — host

@@ -133,6 +133,22 @@ def test_the_screen_keeps_callbacks_and_the_ops_xla_refuses_out_of_a_one_kernel_
     assert "stablehlo.custom_call" in codec.one_kernel_screen(paper, *_loop_args(paper, 8))
 
 
+def test_cli_reports_the_default_loop_when_xla_refuses_the_one_kernel_loop(tmp_path, monkeypatch):
+    """Found in review: the report said `codec_loop_one_kernel: true` whenever the loop was asked for, also where
+    XLA refused it and the default loop ran. A refusal is simulated here (this XLA accepts the loop)."""
+
+    class Refusing:  # what `_one_kernel_program` compiles: refused as an XLA error would be
+        def lower(self, *args, **kwargs):
+            raise RuntimeError("simulated XLA refusal")
+
+    monkeypatch.setattr(codec, "run_jit_one_kernel", Refusing())
+    monkeypatch.setattr(cpu_loop, "refusal_warned", True)  # (its warning is tested elsewhere)
+    monkeypatch.setattr(codec, "one_kernel_programs", type(codec.one_kernel_programs)())
+    rep = tmp_path / "rep.json"
+    assert cli.main(["anonymize", "-o", str(tmp_path / "o.csv"), "--report", str(rep), "--quiet", "--seed", "1"]) == 0
+    assert json.loads(rep.read_text())["codec_loop_one_kernel"] is False
+
+
 def test_cli_reports_the_loop_and_no_fuse_loops_gives_the_same_output(tmp_path, capsys):
     outputs = {}
     for extra, expected in (([], True), (["--no-fuse-loops"], False)):
