@@ -75,6 +75,13 @@ def released_inputs(result, records) -> np.ndarray:
     if x.ndim not in (2, 3):
         raise ValueError(f"records must be the input stream [N, d] (or, for anonymize_streams, every stream "
                          f"[S, N, d]), got shape {x.shape}.")
+    streams = bool(getattr(result, "streams", False))
+    if streams and x.ndim == 2:  # found in review: one stream was compared with every stream's release
+        raise ValueError(f"this result of anonymize_streams holds {released.shape[0]} streams: pass every stream "
+                         f"[S, N, d], not one stream of shape {x.shape}.")
+    if not streams and x.ndim == 3 and released.ndim == 3:  # and R repetitions with R different inputs
+        raise ValueError(f"this result holds {released.shape[0]} repetitions of one stream: pass that stream [N, d], "
+                         f"not records of shape {x.shape}.")
     if x.ndim == 3 and (released.ndim != 3 or x.shape[0] != released.shape[0]):
         raise ValueError(f"records of shape {x.shape} hold {x.shape[0]} streams, but the result holds "
                          f"{released.shape[0] if released.ndim == 3 else 1}: pass the input the result was made from.")

@@ -88,6 +88,9 @@ class Result:
         (``bounds="data"``) or the paper's reordering was used (``reorder="paper"``). It cannot
         know whether your key is secret: a release made from a known seed is not private either.
       lo, hi: the domain used.
+      streams: True for `anonymize_streams` (the leading axis of ``records`` is the stream), False otherwise
+        (then a leading axis holds repetitions of one stream); `sse` and `jaxdp.diagnostics` use it to refuse
+        an input of the other kind.
 
     Everything here is either released by the mechanism or public (arrival order, ids, the
     configuration; see `jaxdp.privacy`). Numbers that compare the release with the raw input
@@ -107,6 +110,7 @@ class Result:
     private: bool
     lo: np.ndarray
     hi: np.ndarray
+    streams: bool = False
 
     def sse(self, records) -> np.ndarray:
         """Sum of squared errors against the input rows each released record came from.
@@ -1069,7 +1073,8 @@ def anonymize_streams(keys: jax.Array, streams, config: HVCConfig, *, epsilon: f
         _, (released, info) = codec.run_streams(config, prm, state, blocks_j, keys_j, pub)
         released = np.asarray(released)[:n_streams]
         info = jax.tree_util.tree_map(lambda a: np.asarray(a)[:n_streams], info)
-    return _assemble(config, epsilon, released, rows, info, frames, block_frame, lo, hi, dtype, limit, planner, private)
+    return dataclasses.replace(_assemble(config, epsilon, released, rows, info, frames, block_frame, lo, hi, dtype, limit,
+                                         planner, private), streams=True)  # fmt: skip
 
 
 class StreamAnonymizer:

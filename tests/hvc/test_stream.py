@@ -852,9 +852,19 @@ def test_diagnostics_of_anonymize_streams_compare_each_stream_with_its_own_input
     with pytest.raises(ValueError, match="3 streams"):
         curator_diagnostics(res, np.concatenate([streams, streams[:1]]))
     with pytest.raises(ValueError, match="rows"):
-        curator_diagnostics(res, streams[0][:5])
+        curator_diagnostics(res, streams[:, :5])
     with pytest.raises(ValueError, match="attributes"):
         res.sse(streams[..., :2])
+    # found in review: one stream [N, d] was compared with every stream's release (a wrong SSE, no error); and the
+    # R repetitions of one stream were compared with R different inputs
+    with pytest.raises(ValueError, match="pass every stream"):
+        res.sse(streams[0])
+    reps = jaxdp.anonymize(keys, streams[0], cfg, epsilon=5.0, bounds=bounds)
+    assert not reps.streams and res.streams
+    np.testing.assert_allclose(reps.sse(streams[0]), [jaxdp.anonymize(k, streams[0], cfg, epsilon=5.0,
+                                                                       bounds=bounds).sse(streams[0]) for k in keys])
+    with pytest.raises(ValueError, match="repetitions of one stream"):
+        reps.sse(streams)
 
 
 def test_equal_ids_in_any_form_are_one_subject(key):
