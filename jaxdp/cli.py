@@ -488,9 +488,12 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
                 writer.check()  # a signal stops the run here (between batches), with no output
                 res = sa.push(x, ids=id_list)
                 _emit(writer, res.records, res.index, id_of, args.ids_column, diag, content)
-                if id_list is not None:  # forget ids no buffered record can need
+                if id_list is not None or diag is not None:  # forget ids and rows no buffered record can need
                     keep = set(sa.pending)
-                    id_of = {r: v for r, v in id_of.items() if r in keep}
+                    if id_list is not None:
+                        id_of = {r: v for r, v in id_of.items() if r in keep}
+                    if diag is not None:
+                        diag.keep_only(keep)
                 progress.update(x.shape[0])
             res = sa.flush()
             _emit(writer, res.records, res.index, id_of, args.ids_column, diag, content)
@@ -697,18 +700,34 @@ class _Diagnostics:
 
     def __init__(self, lo, hi, d):
         self.lo, self.hi = lo, hi
-        self.raw: dict[int, np.ndarray] = {}
+        self.raw: dict[int, np.ndarray] = {}  # input row → its values, for rows of earlier batches still buffered
+        self.batch, self.row0 = np.zeros((0, d)), 0  # the batch being pushed
         self.sse = np.zeros(d)
         self.mid = np.zeros(d)
         self.clipped = np.zeros(d, np.int64)
 
     def remember(self, x, row0):
-        self.raw.update(zip(range(row0, row0 + x.shape[0]), x))
+        self.batch, self.row0 = x, row0
+
+    def keep_only(self, rows):
+        """After a push: keep copies of the rows still buffered, forget the batch and every row that will never be
+        released (superseded, dropped, capped). Found in review: every input row was kept in a dict, as a view of
+        its batch, until it was released — those never released to the end of the run (memory grew with the
+        file), and each batch's rows cost ≈ 200 bytes each on top of the batch."""
+        self.raw = {r: v for r, v in self.raw.items() if r in rows}
+        end = self.row0 + self.batch.shape[0]
+        self.raw.update((r, self.batch[r - self.row0].copy()) for r in rows if self.row0 <= r < end)
+        self.batch = self.batch[:0]
 
     def add(self, out, idx):
         if not len(idx):
             return
-        x = np.stack([self.raw.pop(int(r)) for r in idx])
+        idx = np.asarray(idx)
+        here = (idx >= self.row0) & (idx < self.row0 + self.batch.shape[0])
+        x = np.empty((idx.size, self.batch.shape[1]))
+        x[here] = self.batch[idx[here] - self.row0]
+        if not here.all():
+            x[~here] = np.stack([self.raw.pop(int(r)) for r in idx[~here]])
         self.sse += np.sum((out.astype(np.float64) - x) ** 2, axis=0)
         self.mid += np.sum((0.5 * (self.lo + self.hi) - x) ** 2, axis=0)
         self.clipped += np.sum((x < self.lo) | (x > self.hi), axis=0)

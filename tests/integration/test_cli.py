@@ -261,6 +261,32 @@ def test_paper_preset_with_public_bounds_is_not_private(tmp_path, capsys):
     assert "NOT differentially private" in err and "reordering" in err
 
 
+@pytest.mark.slow  # (7 s: three CLI runs of 60,000 rows, two under tracemalloc)
+def test_diagnostics_forget_rows_that_will_never_be_released(tmp_path):
+    """Found in review: `--diagnostics` kept every input row that was not released (superseded by an update of
+    its subject, capped by `--records-per-subject`) to the end of the run, with the batch it was a view of: memory
+    grew with the file), and every row of a batch cost ≈ 200 bytes more while it was pushed. Here 60,000 rows of
+    96 subjects, one record each: all but 96 rows are capped. Python's allocations are traced (tracemalloc)."""
+    import tracemalloc
+
+    src = tmp_path / "long.csv"
+    rng = np.random.default_rng(0)
+    rows = rng.uniform(0, 1, (60_000, 3))
+    src.write_text("id,a,b,c\n" + "\n".join(f"{i % 96}," + ",".join(f"{v:.3f}" for v in r) for i, r in enumerate(rows)))
+    args = ["anonymize", str(src), "-o", str(tmp_path / "o.csv"), "--bounds", "0:1,0:1,0:1", "--ids-column", "id",
+            "--records-per-subject", "1", "--quiet", "--seed", "1", "--no-compilation-cache"]  # fmt: skip
+    assert cli.main([*args, "--diagnostics"]) == 0  # compiles (its tracing would set the peak)
+    peaks = {}
+    for extra in ([], ["--diagnostics"]):
+        tracemalloc.start()
+        try:
+            assert cli.main([*args, *extra]) == 0
+            peaks[bool(extra)] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert peaks[True] - peaks[False] < 2e6, peaks  # measured: 12 MB more before the fix, none after
+
+
 def test_default_report_reads_no_raw_values_and_diagnostics_are_labelled(tmp_path, capsys):
     """Nothing computed from the raw values is in the default report: two inputs that differ only in
     one value (inside and far outside the domain) give reports equal up to timing and file names."""
@@ -332,14 +358,21 @@ def _read_csv(path):
 def test_streaming_cli_equals_batch_anonymize_for_the_same_key(tmp_path, capsys):
     src = tmp_path / "in.csv"
     src.write_text(_csv_text())
+    rep = tmp_path / "rep.json"
     code, out = _run_file(tmp_path, str(src), *BOUNDS, "--seed", "5", "--chunk", "37", "--epsilon", "50",
-                     "--delay", "24")  # fmt: skip
+                          "--delay", "24", "--diagnostics", "--report", str(rep))  # fmt: skip
     assert code == 0
     header, released = _read_csv(out)
     cfg = jaxdp.HVCConfig(8, 3, target_length=300)
     batch = jaxdp.anonymize(keys.key_from_seed(5), DATA, cfg, epsilon=50.0, bounds=(np.zeros(3), np.full(3, 10.0)))
     assert header == HEADER
     np.testing.assert_array_equal(released.astype(np.float32), batch.records)  # shortest float32 text round-trips
+    # the streamed curator-only diagnostics (rows kept across batches of 37 while frames of 24 wait) are the batch's
+    from jaxdp.diagnostics import curator_diagnostics
+
+    diag, ref = json.loads(rep.read_text())["curator_diagnostics_NOT_PRIVATE"], curator_diagnostics(batch, DATA)
+    np.testing.assert_allclose([diag["sse"], diag["sse_midpoint"]], [ref.sse.sum(), ref.sse_midpoint.sum()], rtol=1e-12)
+    assert diag["values_clipped"] == int(ref.clipped.sum())
 
 
 @pytest.mark.parametrize("suffix, opener", [(".csv.gz", gzip.open), (".csv.bz2", bz2.open), (".csv.xz", lzma.open)])
