@@ -3,7 +3,9 @@
 A total SSE is dominated by the widest column and says nothing about distributions, so a release is
 judged on several measures, each comparing a release ``y [N, d]`` (or ``[R, N, d]`` for R repetitions,
 then every measure is averaged over them) with the original records ``x [N, d]`` in the same row order
-(``x[result.index]`` for a `jaxdp.Result`) and the public domain ``[lo, hi]``:
+(``x[result.index]`` for a `jaxdp.Result` whose index is ``[N]``; with the paper's reordering and R keys the
+index is ``[R, N]`` and each repetition has its own row order: measure ``result.records[r]`` against
+``x[result.index[r]]``) and the public domain ``[lo, hi]``:
 
 * `sse` — Σ (y − x)²: record-level accuracy, in the units of the data.
 * `sse_columns` / `relative_sse` — the same per column, and divided by the SSE of releasing the domain
@@ -19,12 +21,17 @@ then every measure is averaged over them) with the original records ``x [N, d]``
   the release, scored by R² on the original records (1 = perfect prediction, ≤ 0 = no better than the mean;
   `regression_r2(x, x)`, the fit on the data itself, is the reference a release can reach at best).
 
-These read the raw records: they are for benchmarks and curators, not for publication.
+**Curator-only, not private:** every measure here reads the raw records; they are for benchmarks and curators,
+never for publication with a release.
 """
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+
+from jaxdp import _validate
 
 __all__ = [
     "sse",
@@ -39,12 +46,21 @@ __all__ = [
 
 
 def _pair(y, x):
-    if np.iscomplexobj(y) or np.iscomplexobj(x):  # found in review: the imaginary part was dropped with a warning
-        raise TypeError("the utility measures take real records, not complex ones.")
+    for name, v in (("release", y), ("original records", x)):
+        # found in review: the imaginary part was dropped with a warning, text was parsed ("1" read as 1.0),
+        # booleans read as 0/1 and a masked array's masked values were counted
+        if np.ma.isMaskedArray(v):
+            raise TypeError(f"the {name} are a masked array: its masked values would be counted; pass the "
+                            "records without them (or fill them) as a plain array.")
+        if np.asarray(v).dtype == bool:
+            raise TypeError(f"the {name} are booleans: pass numbers (e.g. .astype(float) if 0/1 is meant).")
+        _validate.real_values(v, f"the {name}")
     y = np.asarray(y, np.float64)
     x = np.asarray(x, np.float64)
     if x.ndim != 2:
-        raise ValueError(f"original records must have shape [N, d], got {x.shape}.")
+        hint = (" (for a result with an [R, N] index, measure each repetition: result.records[r] against "
+                "x[result.index[r]])") if x.ndim == 3 else ""
+        raise ValueError(f"original records must have shape [N, d], got {x.shape}{hint}.")
     if y.shape[-2:] != x.shape or y.ndim not in (2, 3):
         raise ValueError(f"release must have shape [N, d] or [R, N, d] matching the original {x.shape}, got {y.shape}.")
     if 0 in y.shape:  # found in review: empty inputs gave NaN with warnings, or a correlation error of 0.0
@@ -187,7 +203,14 @@ def moment_errors(y, x) -> tuple[np.ndarray, np.ndarray]:
 
 def regression_r2(y, x, *, target: int = -1) -> float:
     """R² on the original records of the least-squares fit (with intercept) of column `target` on the
-    other columns, fitted on the release (mean over repetitions)."""
+    other columns, fitted on the release (mean over repetitions).
+
+    The features are centred and scaled by the release's own moments; a feature constant in the release gets
+    weight 0. Where the release's features are collinear (e.g. a frame-mean release, whose rows take a few
+    distinct values), least squares has many solutions with the same fit on the release; this is NumPy's
+    minimum-norm one in those scaled coordinates, and its R² on the original records depends on that choice
+    (another solution can score very differently): read such R² values as "the release does not determine
+    the regression" rather than as a measure of its quality."""
     y, x = _pair(y, x)
     d = x.shape[1]
     if d < 2:
@@ -211,8 +234,11 @@ def regression_r2(y, x, *, target: int = -1) -> float:
     tot = np.sum(((xt - xt.mean()) / unit) ** 2)
     out = []
     for y_r in y:
-        mu, sc = y_r[:, feats].mean(axis=0), np.max(np.abs(y_r[:, feats] - y_r[:, feats].mean(axis=0)), axis=0)
-        sc = np.where(sc > 0, sc, 1.0)
+        f = y_r[:, feats]
+        const = np.ptp(f, axis=0) == 0  # found in review: a constant column's mean off by one ulp gave a scale of
+        # 1e-17, the column became a copy of the intercept, and R² on the original records was −5·10³³
+        mu = np.where(const, f[0], f.mean(axis=0))
+        sc = np.where(const, 1.0, np.max(np.abs(f - mu), axis=0))
         coef, *_ = np.linalg.lstsq(design(y_r, mu, sc), y_r[:, t], rcond=None)
         out.append(1.0 - np.sum(((xt - design(x, mu, sc) @ coef) / unit) ** 2) / tot)
     return float(np.mean(out))
@@ -229,11 +255,18 @@ def summary(y, x, lo, hi, *, bins: int = 10, target: int = -1) -> dict:
         "tv_1way": one,
         "tv_2way": two,
         "correlation_error": correlation_error(y, x),
-        "mean_error": float(np.nanmean(em)),
-        "std_error": float(np.nanmean(es)),
+        "mean_error": _nanmean(em),
+        "std_error": _nanmean(es),
         # NaN where R² is not defined (d = 1, a constant target, one record; found in review: d = 1 raised)
         "regression_r2": _r2_or_nan(y, x, target),
     }
+
+
+def _nanmean(v) -> float:
+    """The mean of the defined values, NaN (without NumPy's warning) when none is (found in review)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(np.nanmean(v))
 
 
 def _r2_or_nan(y, x, target):

@@ -138,3 +138,26 @@ def test_relative_sse_and_moments_hold_at_any_scale(scale):
     np.testing.assert_allclose(got[1], ref[1], rtol=1e-12)
     for a, b in zip(got[2], ref[2]):
         np.testing.assert_allclose(a, b, rtol=1e-10)
+
+
+def test_what_a_review_found_misread_or_unstable():
+    """Found in review: a release column holding one value whose float mean is one ulp off gave R² of −5·10³³
+    (the column scaled by 1e-17 became a copy of the intercept); `summary` warned on one record; masked arrays,
+    booleans and text were read as numbers; an [R, N] index's records [R, N, d] got no hint."""
+    x = np.column_stack([np.arange(10.0), np.arange(10.0) * 2 + np.sin(np.arange(10.0))])
+    for c in (0.1, 0.3, 0.7):  # the feature carries nothing: an intercept-only fit, R² = 0 on the original
+        y = x.copy()
+        y[:, 0] = c
+        assert abs(metrics.regression_r2(y, x)) < 1e-12, c
+    rng = np.random.default_rng(0)
+    data = rng.uniform(0, 1, (20, 3))
+    one = metrics.summary(data[:1], data[:1], 0.0, 1.0)  # (warnings are errors in this suite)
+    assert np.isnan(one["std_error"])  # one record has no spread: undefined, and no warning
+    for bad, match in ((np.ma.masked_array(data, mask=data > 0.9), "masked"), (data > 0.5, "booleans"),
+                       (data.astype(str), "real numbers")):  # fmt: skip
+        with pytest.raises(TypeError, match=match):
+            metrics.sse(bad, data)
+        with pytest.raises(TypeError, match=match):
+            metrics.sse(data, bad)
+    with pytest.raises(ValueError, match=r"result.index\[r\]"):
+        metrics.sse(np.stack([data, data]), np.stack([data, data]))

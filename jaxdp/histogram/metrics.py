@@ -1,4 +1,7 @@
-"""Error measures: KL divergence, range-query MSE, L2 error."""
+"""Error measures: KL divergence, range-query MSE, L2 error.
+
+**Curator-only, not private:** each compares a release with the true histogram (raw data); for benchmarks and
+tuning, never to publish with the release."""
 
 from __future__ import annotations
 
@@ -37,6 +40,8 @@ def _released(released, n: int) -> np.ndarray:
     released = getattr(released, "counts", released)  # a `HistogramResult` as `clamp` takes it (found in review)
     if np.iscomplexobj(released):  # found in review: the imaginary part was dropped with a warning
         raise TypeError("released must be real counts, not complex.")
+    if np.ma.isMaskedArray(released):  # found in review: the mask was dropped (the true histogram's check refuses it)
+        raise TypeError("released is a masked array: its masked counts would be counted; pass a plain array.")
     q = np.asarray(released, np.float64)
     if q.ndim < 1 or q.shape[-1] != n:
         raise ValueError(f"released must have shape [..., n] with the histogram's n = {n} bins, got {q.shape}.")
@@ -57,8 +62,10 @@ def range_query_mse(hist, released, *, sizes=None) -> tuple[np.ndarray, np.ndarr
         sizes = 2 ** np.arange(1, int(np.floor(np.log2(n))) + 1) if n >= 2 else np.asarray([1])
     raw = np.asarray(sizes)
     if raw.dtype == bool or not np.issubdtype(raw.dtype, np.number) or not np.all(np.isfinite(raw)) \
-            or np.any(raw != np.round(raw)) or np.any(np.abs(raw) > n):  # (before the cast: inf warned in it)
+            or np.any(raw != np.round(raw)):  # (before the cast: inf warned in it)
         raise ValueError(f"range sizes must be integers, got {sizes!r}.")  # (found in review: 1.5 was read as 1)
+    if np.any(np.abs(raw) > n):  # found in review: this said "must be integers" for sizes=[100] at n = 4
+        raise ValueError(f"range sizes must lie in [1, n = {n}], got {sizes!r}.")
     sizes = raw.astype(np.int64).reshape(-1)
     if sizes.size == 0 or sizes.min() < 1 or sizes.max() > n:
         raise ValueError(f"range sizes must lie in [1, n = {n}].")

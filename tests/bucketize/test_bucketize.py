@@ -649,3 +649,14 @@ def test_fprime_linear_and_loss_refuse_what_they_would_misread():
         with pytest.raises(ValueError, match="non-negative integer bucket ids"):
             B.loss(bad)
     assert B.loss(np.array([0, 0, 1])) == 1
+
+
+def test_bucket_ids_are_labels_of_any_size():
+    """Found in review: `loss` and `relative_error` counted buckets with `np.bincount` up to the largest id: id 10¹³
+    asked for 73 TiB (a MemoryError). Ids are labels: relabelling changes nothing."""
+    rng = np.random.default_rng(0)
+    qi, sa = rng.integers(0, 5, (40, 2)), rng.integers(0, 4, 40)
+    bucket = np.repeat(np.arange(8), 5)
+    sparse = np.array([0, 7, 10**13, 3, 10**12, 5, 2, 9])[bucket]
+    assert B.loss(sparse) == B.loss(bucket) == 8 * 16 and B.mse(sparse) == B.mse(bucket)
+    assert B.relative_error(qi, sa, sparse, queries=50) == B.relative_error(qi, sa, bucket, queries=50)
