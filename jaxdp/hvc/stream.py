@@ -1130,6 +1130,7 @@ class StreamAnonymizer:
         self.blocks_coded = 0  # blocks that released coefficients (t > 0, chosen by the mechanism: public)
         self.frames_done = 0
         self._warned_dropped = False
+        self._failed = None  # why a push or flush failed after the stream's state had moved (then it is refused)
         self.epsilon_spent: list[float] = []  # ε of each released frame
         self.frame_sizes: list[int] = []  # records of each released frame
 
@@ -1143,16 +1144,38 @@ class StreamAnonymizer:
 
         Warns (`BudgetExhaustedWarning`, once) when records arrive after `target_length` records were
         protected: they are dropped (counted in `dropped`).
+
+        Raises:
+          ValueError / TypeError: records or ids this stream cannot take (nothing is changed: push again).
+          RuntimeError: an earlier push or flush failed after its records had entered the stream (see below).
+
+        A failure inside the push once the records have entered the buffer (an exception of the codec or the frame
+        layer, memory, an interrupt) leaves frames handed over but not released: this anonymizer then refuses
+        every later call, rather than go on with records lost, an ε ledger that misses their frame and frame
+        numbers that no longer match the frame layer's (found in review). Start a new `StreamAnonymizer` with a
+        fresh key for the records that follow.
         """
-        out = self._push(records, ids)
+        self._check_usable()
+        records = _check_records(records, self.d)
+        ids = subject_keys(ids, records.shape[0])
+        try:
+            out = self._push(records, ids)
+        except BaseException as err:
+            self._failed = f"{type(err).__name__}: {err}"
+            raise
         if self.planner.dropped and not self._warned_dropped:
             self._warned_dropped = True
             _warn_dropped(self.planner.dropped, self.config.target_length)
         return out
 
+    def _check_usable(self):
+        if self._failed is not None:
+            raise RuntimeError(f"an earlier push or flush of this StreamAnonymizer failed after its records had entered "
+                               f"the stream ({self._failed[:300]}): its frames were handed over but not released, so "
+                               "its state is no longer consistent. Start a new StreamAnonymizer with a fresh key for "
+                               "the records that follow.")  # fmt: skip
+
     def _push(self, records, ids):
-        records = _check_records(records, self.d)
-        ids = subject_keys(ids, records.shape[0])
         if ids is None:  # every record a new subject: the planner works per frame, not per record
             first = self.rows_seen
             emitted, n_open = self.planner.feed_distinct(first, records.shape[0])
@@ -1186,8 +1209,14 @@ class StreamAnonymizer:
         return out
 
     def flush(self) -> Result:
-        """Protect and release whatever is still buffered (the final, possibly partial, frame), as `push`."""
-        return self._process(self.planner.flush(self.rows_seen - 1))
+        """Protect and release whatever is still buffered (the final, possibly partial, frame), as `push` (and
+        refused, as `push`, after a failed call)."""
+        self._check_usable()
+        try:
+            return self._process(self.planner.flush(self.rows_seen - 1))
+        except BaseException as err:
+            self._failed = f"{type(err).__name__}: {err}"
+            raise
 
     @property
     def superseded(self) -> int:

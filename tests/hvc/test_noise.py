@@ -111,6 +111,29 @@ def test_grid_frames_too_small_for_the_sampler_are_released_not_lost(key):
     np.testing.assert_array_equal(np.concatenate([first.records, last.records]), batch.records)
 
 
+def test_a_call_that_fails_after_its_records_entered_the_stream_refuses_later_calls(key):
+    """Found in review: a push or flush that failed after the planner had handed its frame over (here the frame
+    layer's warning raised as an error, as under `-W error`; an out-of-memory error or an interrupt alike) left the
+    anonymizer half-updated: a retry released nothing and the frame's records and ε were lost without a word. Later
+    calls are now refused; an input refused up front changes nothing."""
+    import warnings
+
+    x = np.random.default_rng(0).uniform(0, 1, (9, 2))
+    cfg = jaxdp.HVCConfig(4, 2, target_length=2_000_000, noise="grid")
+    sa = jaxdp.StreamAnonymizer(key, cfg, epsilon=1.0, bounds=[1.0, 1.0])
+    with pytest.raises(ValueError):
+        sa.push(np.zeros((3, 5)))  # refused before anything moves: the stream goes on
+    first = sa.push(x)
+    assert first.records.shape[0] == 8
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GridFrameWarning)
+        with pytest.raises(GridFrameWarning):
+            sa.flush()
+    for call in (sa.flush, lambda: sa.push(x)):
+        with pytest.raises(RuntimeError, match="fresh key"):
+            call()
+
+
 @pytest.mark.slow
 def test_grid_frame_mean_layer_accepts_budgets_it_can_sample(key):
     """Found in review of the refusal above: it first checked s·ε_f for every frame, but a frame whose blocks
