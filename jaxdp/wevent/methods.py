@@ -450,8 +450,9 @@ def run(
         schedule phase and the keys (timestamp i uses ``fold_in(key, i − 1)``, i − 1 < 2³²). The
         mechanism itself starts fresh (no earlier publication, an empty budget ledger): it does not continue a
         stream released by an earlier call — windows across the two calls may spend up to 2ε; use one
-        `WEventStream` for that. Counters are integers, so a stream at timestamp 2³¹ behaves exactly as one
-        at timestamp 1.
+        `WEventStream` for that. With the key of an earlier call, timestamps the two calls share draw the
+        *same* noise (found in review): give every call its own fresh key. Counters are integers, so a stream at
+        timestamp 2³¹ behaves exactly as one at timestamp 1.
       noise: ``"float"`` (default), ``"float64"`` or ``"grid"`` (exact discrete Laplace on the grid
         2⁻⁸ for counts; a BD/BA publication whose budget is too small to sample exactly is null).
       initial: the paper leaves the first release undefined. ``"zero"`` (default): the last release
