@@ -28,7 +28,7 @@ def test_matrix_paper_formulas_spot_values():
 
 
 @pytest.mark.parametrize("make", [lambda n: transforms.matrix("dct", n), transforms.haar_matrix])
-@pytest.mark.parametrize("n", [1, 4, 2048])
+@pytest.mark.parametrize("n", [1, 4])
 def test_matrix_is_read_only(make, n):
     with pytest.raises(ValueError):
         make(n)[0, 0] = 1.0
@@ -41,7 +41,11 @@ def test_large_matrices_are_not_held_after_use(make):
     import gc
     import weakref
 
-    big = weakref.ref(make(4096))
+    a = make(2048)  # beyond the sizes kept
+    with pytest.raises(ValueError):
+        a[0, 0] = 1.0  # read-only as the kept ones
+    big = weakref.ref(a)
+    del a
     gc.collect()
     assert big() is None
     assert make(8) is make(8)  # block sizes the codecs use are built once
