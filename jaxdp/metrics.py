@@ -52,7 +52,8 @@ def _pair(y, x):
         if np.ma.isMaskedArray(v):
             raise TypeError(f"the {name} are a masked array: its masked values would be counted; pass the "
                             "records without them (or fill them) as a plain array.")
-        if np.asarray(v).dtype == bool:
+        arr = np.asarray(v)
+        if arr.dtype == bool or (arr.dtype == object and any(isinstance(e, (bool, np.bool_)) for e in arr.reshape(-1))):
             raise TypeError(f"the {name} are booleans: pass numbers (e.g. .astype(float) if 0/1 is meant).")
         _validate.real_values(v, f"the {name}")
     y = np.asarray(y, np.float64)
@@ -235,8 +236,9 @@ def regression_r2(y, x, *, target: int = -1) -> float:
     out = []
     for y_r in y:
         f = y_r[:, feats]
-        const = np.ptp(f, axis=0) == 0  # found in review: a constant column's mean off by one ulp gave a scale of
-        # 1e-17, the column became a copy of the intercept, and R² on the original records was −5·10³³
+        # found in review: a constant column's mean off by one ulp gave a scale of 1e-17, the column became a copy of
+        # the intercept, and R² on the original records was −5·10³³; a spread of a few ulps did the same
+        const = np.ptp(f, axis=0) <= 16 * np.finfo(np.float64).eps * np.max(np.abs(f), axis=0)
         mu = np.where(const, f[0], f.mean(axis=0))
         sc = np.where(const, 1.0, np.max(np.abs(f - mu), axis=0))
         coef, *_ = np.linalg.lstsq(design(y_r, mu, sc), y_r[:, t], rcond=None)

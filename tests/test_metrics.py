@@ -149,12 +149,14 @@ def test_what_a_review_found_misread_or_unstable():
         y = x.copy()
         y[:, 0] = c
         assert abs(metrics.regression_r2(y, x)) < 1e-12, c
+        y[3, 0] = np.nextafter(c, 1.0)  # a spread of one ulp is no information either
+        assert abs(metrics.regression_r2(y, x)) < 1e-12, c
     rng = np.random.default_rng(0)
     data = rng.uniform(0, 1, (20, 3))
     one = metrics.summary(data[:1], data[:1], 0.0, 1.0)  # (warnings are errors in this suite)
     assert np.isnan(one["std_error"])  # one record has no spread: undefined, and no warning
     for bad, match in ((np.ma.masked_array(data, mask=data > 0.9), "masked"), (data > 0.5, "booleans"),
-                       (data.astype(str), "real numbers")):  # fmt: skip
+                       ((data > 0.5).astype(object), "booleans"), (data.astype(str), "real numbers")):  # fmt: skip
         with pytest.raises(TypeError, match=match):
             metrics.sse(bad, data)
         with pytest.raises(TypeError, match=match):

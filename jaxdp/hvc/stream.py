@@ -1160,12 +1160,13 @@ class StreamAnonymizer:
         ids = subject_keys(ids, records.shape[0])
         try:
             out = self._push(records, ids)
+            if self.planner.dropped and not self._warned_dropped:  # (inside: found in review, under -W error this
+                # warning lost the push's released records and left the stream usable)
+                self._warned_dropped = True
+                _warn_dropped(self.planner.dropped, self.config.target_length)
         except BaseException as err:
             self._failed = f"{type(err).__name__}: {err}"
             raise
-        if self.planner.dropped and not self._warned_dropped:
-            self._warned_dropped = True
-            _warn_dropped(self.planner.dropped, self.config.target_length)
         return out
 
     def _check_usable(self):

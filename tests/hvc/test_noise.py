@@ -132,6 +132,15 @@ def test_a_call_that_fails_after_its_records_entered_the_stream_refuses_later_ca
     for call in (sa.flush, lambda: sa.push(x)):
         with pytest.raises(RuntimeError, match="fresh key"):
             call()
+    # found in review of the above: the warning that records were dropped (the budget spent) was raised after the
+    # push had released its frames, outside the guard: under -W error those records were lost and the stream went on
+    sb = jaxdp.StreamAnonymizer(key, jaxdp.HVCConfig(4, 2, target_length=16), epsilon=1.0, bounds=[1.0, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", jaxdp.BudgetExhaustedWarning)
+        with pytest.raises(jaxdp.BudgetExhaustedWarning):
+            sb.push(np.random.default_rng(1).uniform(0, 1, (40, 2)))
+    with pytest.raises(RuntimeError, match="fresh key"):
+        sb.flush()
 
 
 @pytest.mark.slow

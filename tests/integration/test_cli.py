@@ -359,12 +359,12 @@ def test_streaming_cli_equals_batch_anonymize_for_the_same_key(tmp_path, capsys)
     src = tmp_path / "in.csv"
     src.write_text(_csv_text())
     rep = tmp_path / "rep.json"
-    code, out = _run_file(tmp_path, str(src), *BOUNDS, "--seed", "5", "--chunk", "37", "--epsilon", "50",
-                          "--delay", "24", "--diagnostics", "--report", str(rep))  # fmt: skip
+    code, out = _run_file(tmp_path, str(src), "--bounds", "0:8,0:8,0:8", "--seed", "5", "--chunk", "37", "--epsilon",
+                          "50", "--delay", "24", "--diagnostics", "--report", str(rep))  # fmt: skip  (≈ 20 % clipped)
     assert code == 0
     header, released = _read_csv(out)
     cfg = jaxdp.HVCConfig(8, 3, target_length=300)
-    batch = jaxdp.anonymize(keys.key_from_seed(5), DATA, cfg, epsilon=50.0, bounds=(np.zeros(3), np.full(3, 10.0)))
+    batch = jaxdp.anonymize(keys.key_from_seed(5), DATA, cfg, epsilon=50.0, bounds=(np.zeros(3), np.full(3, 8.0)))
     assert header == HEADER
     np.testing.assert_array_equal(released.astype(np.float32), batch.records)  # shortest float32 text round-trips
     # the streamed curator-only diagnostics (rows kept across batches of 37 while frames of 24 wait) are the batch's
@@ -372,7 +372,7 @@ def test_streaming_cli_equals_batch_anonymize_for_the_same_key(tmp_path, capsys)
 
     diag, ref = json.loads(rep.read_text())["curator_diagnostics_NOT_PRIVATE"], curator_diagnostics(batch, DATA)
     np.testing.assert_allclose([diag["sse"], diag["sse_midpoint"]], [ref.sse.sum(), ref.sse_midpoint.sum()], rtol=1e-12)
-    assert diag["values_clipped"] == int(ref.clipped.sum())
+    assert diag["values_clipped"] == int(ref.clipped.sum()) > 0
 
 
 @pytest.mark.parametrize("suffix, opener", [(".csv.gz", gzip.open), (".csv.bz2", bz2.open), (".csv.xz", lzma.open)])
