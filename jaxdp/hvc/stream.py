@@ -1158,15 +1158,12 @@ class StreamAnonymizer:
         self._check_usable()
         records = _check_records(records, self.d)
         ids = subject_keys(ids, records.shape[0])
-        try:
+        with self._state_changes():
             out = self._push(records, ids)
             if self.planner.dropped and not self._warned_dropped:  # (inside: found in review, under -W error this
                 # warning lost the push's released records and left the stream usable)
                 self._warned_dropped = True
                 _warn_dropped(self.planner.dropped, self.config.target_length)
-        except BaseException as err:
-            self._failed = f"{type(err).__name__}: {err}"
-            raise
         return out
 
     def _check_usable(self):
@@ -1175,6 +1172,15 @@ class StreamAnonymizer:
                                f"the stream ({self._failed[:300]}): its frames were handed over but not released, so "
                                "its state is no longer consistent. Start a new StreamAnonymizer with a fresh key for "
                                "the records that follow.")  # fmt: skip
+
+    @contextlib.contextmanager
+    def _state_changes(self):
+        """Any exception from here on leaves the stream refused (`_check_usable`)."""
+        try:
+            yield
+        except BaseException as err:
+            self._failed = f"{type(err).__name__}: {err}"
+            raise
 
     def _push(self, records, ids):
         if ids is None:  # every record a new subject: the planner works per frame, not per record
@@ -1213,11 +1219,8 @@ class StreamAnonymizer:
         """Protect and release whatever is still buffered (the final, possibly partial, frame), as `push` (and
         refused, as `push`, after a failed call)."""
         self._check_usable()
-        try:
+        with self._state_changes():
             return self._process(self.planner.flush(self.rows_seen - 1))
-        except BaseException as err:
-            self._failed = f"{type(err).__name__}: {err}"
-            raise
 
     @property
     def superseded(self) -> int:

@@ -33,21 +33,25 @@ KINDS = _validate.KINDS
 _HIGHEST = jax.lax.Precision.HIGHEST
 
 
-_CACHED_N = 1024  # matrices up to 8 MiB (every block size the codecs use) are kept; larger ones are built per call
-# (found in a memory profile of the tests: a cache of 256 entries held a 128 MiB DCT matrix of n = 4096 for the rest of
-# the process, and would hold 2 GiB at the largest n allowed)
+def _kept_up_to(n_max: int, maxsize: int):
+    """An `lru_cache` for matrices of side n ≤ `n_max` (the last argument); larger ones are built per call, not
+    held (found in a memory profile of the tests: a cache of 256 entries held a 128 MiB DCT matrix of n = 4096
+    for the rest of the process, and would hold 2 GiB at the largest n allowed)."""
+
+    def wrap(build):
+        cached = functools.lru_cache(maxsize=maxsize)(build)
+
+        @functools.wraps(build)
+        def get(*args):
+            return cached(*args) if args[-1] <= n_max else build(*args)
+
+        return get
+
+    return wrap
 
 
+@_kept_up_to(1024, maxsize=256)  # up to 8 MiB each: every block size the codecs use
 def _matrix64(kind: str, n: int) -> np.ndarray:
-    return _matrix64_cached(kind, n) if n <= _CACHED_N else _build_matrix64(kind, n)
-
-
-@functools.lru_cache(maxsize=256)
-def _matrix64_cached(kind: str, n: int) -> np.ndarray:
-    return _build_matrix64(kind, n)
-
-
-def _build_matrix64(kind: str, n: int) -> np.ndarray:
     i = np.arange(1, n + 1, dtype=np.float64)[:, None]
     j = np.arange(1, n + 1, dtype=np.float64)[None, :]
     if kind == "dct":
@@ -186,16 +190,8 @@ def irdft(c: Float[Array, "*batch n"]) -> Float[Array, "*batch n"]:
     return jnp.fft.irfft(f, n=n, axis=-1, norm="ortho").astype(c.dtype)
 
 
+@_kept_up_to(1024, maxsize=64)
 def _haar64(n: int) -> np.ndarray:
-    return _haar64_cached(n) if n <= _CACHED_N else _build_haar64(n)
-
-
-@functools.lru_cache(maxsize=64)
-def _haar64_cached(n: int) -> np.ndarray:
-    return _build_haar64(n)
-
-
-def _build_haar64(n: int) -> np.ndarray:
     if n == 1:
         a = np.ones((1, 1))
         a.flags.writeable = False  # (it was returned writable, unlike every other size)
