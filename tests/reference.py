@@ -244,6 +244,24 @@ def record_partition_loop(o, fp, s1, b1, s2, b2):
     return n1, n2
 
 
+def assign_records_loop(values_idx, classes):
+    """The records' buckets as Section 4.1 writes it, record by record: class after class, each value's next n_i
+    records (in table order) join the class, and within a class the t-th record of x_i goes to bucket
+    (n_1 + … + n_{i−1} + t) mod b (RRA): the reference for jaxdp.bucketize.assign_records."""
+    values_idx = np.asarray(values_idx)
+    bucket = np.full(values_idx.size, -1, np.int64)
+    pools = [list(np.flatnonzero(values_idx == i)) for i in range(int(values_idx.max()) + 1)]
+    offset = 0
+    for _, b, n in classes:
+        t = 0
+        for i, k in enumerate(n):
+            for _ in range(int(k)):
+                bucket[pools[i].pop(0)] = offset + t % b
+                t += 1
+        offset += b
+    return bucket
+
+
 def haar_reference(n):
     """The orthonormal Haar basis from its definition: the constant 1/√n, then for each support length
     L = n, n/2, …, 2 (coarsest first) the wavelets +1/√L on the first half of [k·L, (k+1)·L) and −1/√L on the

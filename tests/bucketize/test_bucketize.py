@@ -59,6 +59,22 @@ def test_example_4_20_setting_is_valid_and_partition_and_buckets_match_fig1():
     assert B.is_fprime_private(sa, bk, dict(zip(range(1, 15), fp)))
 
 
+@pytest.mark.parametrize("m", [3, 300])  # 300 values: the 16-bit radix sort (≤ 256: 8-bit)
+def test_assign_records_matches_the_record_by_record_loop(m):
+    rng = np.random.default_rng(m)
+    for _ in range(5):
+        values_idx = rng.integers(0, m, 2_000)
+        values_idx[:m] = np.arange(m)  # every value present
+        o = np.bincount(values_idx, minlength=m)
+        classes, left = [], o.copy()
+        for b in rng.integers(1, 9, 3):  # three classes of random per-value counts, the last takes the rest
+            n = rng.integers(0, left + 1)
+            classes.append((0, int(b), n))
+            left -= n
+        classes.append((0, 5, left))
+        assert np.array_equal(B.assign_records(values_idx, classes), reference.assign_records_loop(values_idx, classes))
+
+
 def test_example_5_32_three_size_conditions_are_not_sufficient():
     o = np.array([5] * 10 + [20])
     a = np.zeros((11, 3), np.int64)
