@@ -418,15 +418,15 @@ def fprime(o, fp, values=None) -> None:
         raise ValueError(f"counts and f′ must be 1-D of equal length, got {o.shape} and {fp.shape}.")
     if np.any(~np.isfinite(fp)) or np.any(fp <= 0) or np.any(fp > 1):
         raise ValueError("every f′_i must lie in (0, 1].")
-    f = o / o.sum()
     # o_i ≤ ⌊f′_i·N⌋ up to a few ulps, the bucketing's own rule (found in review: an absolute 10⁻⁹ slack let an f′
     # just below a value's frequency through, and the bucketing broke it)
     bad = np.flatnonzero(o > np.floor(fp * o.sum() * (1.0 + 2.0**-50)))
     if bad.size:
         i = int(bad[0])
         name = f"np.unique(sa)[{i}]" if values is not None else f"number {i}"  # the position, never the value
-        raise ValueError(f"no F′-private bucketization exists: the SA value {name} has frequency {f[i]:.10g} > f′ = "
-                         f"{fp[i]:.10g} (Lemma 3.7); raise its f′ or merge values.")
+        # its frequency is not printed (found in review: a number read from the data, left in logs)
+        raise ValueError(f"no F′-private bucketization exists: the SA value {name} is more frequent than its f′ = "
+                         f"{fp[i]:.10g} allows (Lemma 3.7); raise its f′ or merge values.")
 
 def real_values(values, name: str) -> None:
     """Refuse values NumPy's float cast would misread: complex numbers (their imaginary part dropped), text and

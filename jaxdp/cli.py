@@ -519,6 +519,8 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
         "output": args.output,
         "private": bool(private),
         "not_private_because": reasons,
+        # found in review: "private" stood beside the float default with nothing saying which kind of ε-DP it is
+        "sampler": _sampler_note(config.noise),
         "reproducible_seed": bool(seeded),
         "records_in": int(records_in),
         "records_out": int(writer.rows),
@@ -571,7 +573,8 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
         print(f"  epsilon spent {eps_f.sum():.4g} of {args.epsilon:g} (at most {report['epsilon_per_frame_max']:.4g} "
               "per frame)", file=out)  # fmt: skip
     print(f"  unit of privacy: {report['unit_of_privacy']}", file=out)  # (found in review: only in the report)
-    print(f"  private: {'yes' if private else 'NO'}", file=out)
+    print(f"  private: {'yes' if private else 'NO'}"
+          + (f" ({report['sampler']['guarantee']})" if private else ""), file=out)
     for reason in reasons:
         print(f"jaxdp anonymize: WARNING: this release is NOT differentially private: {reason}.", file=sys.stderr)
     if sa.dropped:
@@ -749,6 +752,17 @@ class _Diagnostics:
         }
 
 
+def _sampler_note(noise: str) -> dict:
+    """What kind of ε-DP the samplers give (README, "Samplers"): pure ε-DP under finite arithmetic with the exact
+    samplers, otherwise ε-DP of the real-valued mechanism, with floating-point samplers whose low bits and cut
+    tails are not accounted for."""
+    if noise == "grid":
+        return {"noise": noise, "exact": True, "guarantee": "pure epsilon-DP under finite arithmetic: exact samplers"}
+    return {"noise": noise, "exact": False,
+            "guarantee": "epsilon-DP of the real-valued mechanism, drawn with floating-point samplers (not exact: "
+                         "--noise grid for pure epsilon-DP under finite arithmetic)"}
+
+
 def _not_private_reasons(*, bounds_public: bool, config, seeded: bool) -> list[str]:
     reasons = []
     if not bounds_public:
@@ -857,7 +871,9 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--strict-bounds", action="store_true",
                    help="refuse the run if any value lies outside the bounds, instead of clipping it (a curator's check: "
                         "whether a release happens then depends on the data, so epsilon-DP holds only for data whose "
-                        "values all lie inside the bounds)")  # fmt: skip
+                        "values all lie inside the bounds). The check runs as the input is read: with -o - the "
+                        "records released before the first value outside the bounds may already be on standard "
+                        "output when the run stops")  # fmt: skip
     g.add_argument("--diagnostics", action="store_true",
                    help="also compute curator-only diagnostics from the raw data (values clipped, SSE vs the "
                         "midpoint and PLN): NOT private, never publish them")

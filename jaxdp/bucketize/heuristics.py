@@ -329,8 +329,9 @@ def anatomy(sa, *, ell: int) -> Bucketing:
     n = int(o.sum())
     if o.max() * ell > n:
         i = int(np.argmax(o))
-        raise ValueError(f"not eligible for {ell}-diversity: the SA value np.unique(sa)[{i}] has frequency {o[i] / n:.4g} > 1/ℓ = "
-                         f"{1 / ell:.4g}; use F′-privacy bucketing (multi_size_bucketing) instead.")
+        raise ValueError(f"not eligible for {ell}-diversity: the SA value np.unique(sa)[{i}] is more frequent than 1/ℓ = "
+                         f"{1 / ell:.4g} (its frequency, read from the data, is not printed); use F′-privacy bucketing "
+                         "(multi_size_bucketing) instead, or a smaller ell.")
     idx = np.searchsorted(values, np.asarray(sa))
     pools = [list(np.flatnonzero(idx == i)) for i in range(values.size)]
     remaining = o.copy()

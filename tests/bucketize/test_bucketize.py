@@ -258,8 +258,10 @@ def test_is_fprime_private_catches_a_violation():
 
 def test_anatomy_reports_ineligibility_and_builds_l_diverse_buckets():
     qi, sa = B.synthetic_table(4, n=2000, m=14)
-    with pytest.raises(ValueError, match="not eligible"):
+    with pytest.raises(ValueError, match="not eligible") as err:
         B.anatomy(sa, ell=14)
+    # the value's frequency, read from the data, is not in the message (found in review): only the public 1/ℓ
+    assert f"{np.bincount(sa).max() / sa.size:.4g}" not in str(err.value) and "1/ℓ = 0.07143" in str(err.value)
     ell = 4
     sa = np.random.default_rng(0).permutation(np.concatenate([np.repeat(np.arange(10), 20), [0, 5, 7]]))
     bk = B.anatomy(sa, ell=ell)
@@ -362,8 +364,9 @@ def test_differential_inference_theorem_by_simulation(key):
 
 
 def test_bad_input():
-    with pytest.raises(ValueError, match=r"no F′-private bucketization exists: the SA value np.unique\(sa\)\[1\]"):
+    with pytest.raises(ValueError, match=r"no F′-private bucketization exists: the SA value np.unique\(sa\)\[1\]") as err:
         B.check_fprime(np.array([1, 9]), np.array([0.5, 0.5]), values=["HIV-", "HIV+"])  # the position, not the value
+    assert "0.9" not in str(err.value)  # nor its frequency (9/10), read from the data (found in review)
     with pytest.raises(ValueError, match="empty"):
         B.value_counts([])
     with pytest.raises(ValueError, match="M′ > M"):

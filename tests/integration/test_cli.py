@@ -76,6 +76,8 @@ def test_anonymize_bundled_census_writes_output_and_report(tmp_path, capsys):
     assert lines[0].split(",") == list(datasets.CENSUS_COLUMNS) and len(lines) == 1081
     report = json.loads(rep.read_text())
     assert report["records_out"] == 1080 and report["private"] is True and report["not_private_because"] == []
+    # which ε-DP: the float default says its samplers are not exact (found in review: "private: yes" alone)
+    assert report["sampler"]["exact"] is False and "floating-point samplers" in captured.out
     released = np.loadtxt(out, delimiter=",", skiprows=1)
     lo, hi = datasets.census_bounds()
     assert np.all((released >= lo) & (released <= hi))
@@ -890,6 +892,7 @@ def test_grid_frames_the_sampler_cannot_take_are_reported_not_a_traceback(tmp_pa
     err = capsys.readouterr().err
     assert "NOTE: 1 frame(s) (e.g. a short last one)" in err and "Traceback" not in err and "Warning" not in err
     assert json.loads(rep.read_text())["frames_without_query"] == 1
+    assert json.loads(rep.read_text())["sampler"]["exact"] is True  # the exact samplers: pure ε-DP
 
 
 def _inflate(blob: bytes) -> bytes:
