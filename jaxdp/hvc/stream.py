@@ -1,8 +1,9 @@
 """Stream driver: buffering into frames, budgets, record updates, batch and streaming front ends.
 
 Records arrive one by one (input row i has timestamp i). A buffer collects them; when it holds
-m = n·b distinct subjects — or when its oldest record has waited m - 1 further arrivals, so that
-no record's delay exceeds δ = m - 1 < m — it is emitted as a frame, cut into blocks of n
+m = n·b distinct subjects — or when the arrival that opened it has waited m - 1 further arrivals, so
+that no record waits more than δ = m - 1 < m for its release or its subject's later update's — it is
+emitted as a frame, cut into blocks of n
 consecutive records (the last block of a frame is padded with public midpoint rows that are never
 released), and run through the codec's closed loop. A subject updated while still buffered keeps
 only its latest tuple; the earlier one is *superseded* (counted, not released). After
@@ -142,6 +143,10 @@ class Planner:
         self.capped = 0
         self.full = False  # the limit l is reached while subjects with ids are buffered: only their updates enter
         self.closed = False
+        # the arrival that opened the buffer: the delay runs from it. Found in review: the delay ran from the oldest
+        # record *still* buffered, and an update moves its subject's record to the end, so subjects that kept
+        # updating were never released before flush (nothing came out of 30 arrivals of two subjects at m = 4)
+        self.opened: int | None = None
 
     def feed(self, row: int, subject) -> list[tuple[list[int], int]]:
         """Add input row `row` of `subject`; return the frames emitted ``(rows, release_row)``."""
@@ -163,12 +168,13 @@ class Planner:
                 self.per_subject[subject] = seen + 1
             self.accepted += 1
         self.buffer[subject] = row
-        oldest = next(iter(self.buffer.values()))
+        if self.opened is None:
+            self.opened = row
         at_limit = self.limit is not None and self.accepted >= self.limit
         # at the limit, a frame of subjects with ids waits for their updates (the usual rules or the end emit
         # it); a frame of rows without ids cannot change any more, so it is emitted at once
         hold = at_limit and subject[0] == "id"
-        if len(self.buffer) >= self.m or row - oldest >= self.m - 1 or (at_limit and not hold):
+        if len(self.buffer) >= self.m or row - self.opened >= self.m - 1 or (at_limit and not hold):
             self.closed = at_limit
             return [self._emit(row)]
         self.full = at_limit
@@ -190,8 +196,8 @@ class Planner:
                 self.closed = True
                 continue
             j = i + (self.m - size) - 1  # the buffer reaches m records at offset j ...
-            if size:  # ... or its oldest record waits m - 1 rows ...
-                j = min(j, max(i, next(iter(self.buffer.values())) + self.m - 1 - first_row))
+            if size:  # ... or the arrival that opened it waits m - 1 rows ...
+                j = min(j, max(i, self.opened + self.m - 1 - first_row))
             if self.limit is not None:  # ... or the limit l is reached
                 j = min(j, i + (self.limit - self.accepted) - 1)
             stop = min(j, count - 1)
@@ -203,6 +209,8 @@ class Planner:
                 continue
             for r in range(first_row + i, first_row + stop + 1):
                 self.buffer[("row", r)] = r
+            if self.opened is None:
+                self.opened = first_row + i
             if stop == j:
                 self.closed = self.limit is not None and self.accepted >= self.limit
                 frames.append(self._emit(first_row + j))
@@ -211,8 +219,8 @@ class Planner:
 
     def _overdue(self, row: int) -> list[tuple[list[int], int]]:
         """An arrival that enters no frame (dropped or capped) still counts toward the delay: the buffer is
-        emitted once its oldest record has waited m − 1 arrivals (found in review: it waited until flush)."""
-        if self.buffer and row - next(iter(self.buffer.values())) >= self.m - 1:
+        emitted once the arrival that opened it has waited m − 1 arrivals (found in review: it waited until flush)."""
+        if self.buffer and row - self.opened >= self.m - 1:
             self.closed = self.full  # at the limit nothing new can enter after this frame
             return [self._emit(row)]
         return []
@@ -224,6 +232,7 @@ class Planner:
     def _emit(self, release_row: int) -> tuple[list[int], int]:
         rows = list(self.buffer.values())
         self.buffer.clear()
+        self.opened = None
         return rows, release_row
 
 

@@ -159,6 +159,39 @@ def test_every_record_is_released_once_superseded_or_dropped(n_rows, n, b, n_sub
     np.testing.assert_array_equal(pln.index, res.index)
 
 
+@settings(max_examples=25, deadline=None)
+@given(
+    n_rows=st.integers(1, 80),
+    m=st.integers(1, 8),
+    n_subjects=st.integers(1, 6),
+    limit=st.one_of(st.none(), st.integers(1, 90)),
+    seed=st.integers(0, 2**16),
+)
+def test_no_subject_waits_more_than_the_delay_even_when_it_keeps_updating(n_rows, m, n_subjects, limit, seed):
+    """Every row that enters the stream is released, or superseded by its subject's later row that is released,
+    within m − 1 arrivals (found in review: the delay ran from the oldest record still buffered, so subjects that
+    kept updating were held until flush). Few subjects: most rows are updates."""
+    ids = np.random.default_rng(seed).integers(0, n_subjects, size=n_rows).tolist()
+    cfg = jaxdp.HVCConfig(1, m, target_length=limit)
+    res = jaxdp.midpoint(np.full((n_rows, 1), 0.5), cfg, ids=ids, bounds=np.ones(1))  # the planner only
+    released = dict(zip(res.index.tolist(), (res.index + res.delay).tolist()))  # row -> its frame's release row
+    for i in range(n_rows):
+        # row i released, or superseded: then its subject's first released row from i on is the update that
+        # replaced it in the buffer (a dropped row, after the target length, has none: no new subject enters)
+        later = next((j for j in range(i, n_rows) if ids[j] == ids[i] and j in released), None)
+        if later is not None:
+            assert released[later] <= i + m - 1, (i, ids, res.index, res.delay)
+
+
+def test_subjects_that_keep_updating_are_released_within_the_delay(key):
+    """The reviewer's case: two subjects alternate, m = 4; nothing came out of 30 pushes before flush."""
+    cfg = jaxdp.HVCConfig(2, 2, records_per_subject=2)
+    x = np.linspace(0, 10, 60).reshape(30, 2)
+    sa = jaxdp.StreamAnonymizer(key, cfg, epsilon=1.0, bounds=np.array([[0, 0], [10, 10.0]]))
+    out = [sa.push(x[i:i + 1], ids=[i % 2]) for i in range(30)]
+    assert sum(r.records.shape[0] for r in out) >= 2 and out[3].records.shape[0] == 2  # the first frame at arrival 4
+
+
 @pytest.mark.parametrize("n_rows, n, b, with_ids", [(1, 8, 2, False), (37, 4, 3, False), (50, 3, 2, True), (100, 5, 4, True)])
 @pytest.mark.filterwarnings("ignore::jaxdp.BudgetExhaustedWarning")
 def test_anonymize_accounts_for_every_row_with_bounded_delay(key, n_rows, n, b, with_ids):
@@ -906,10 +939,13 @@ def test_stream_forgets_raw_rows_that_will_never_be_released(key):
     for _ in range(3):
         sa.push(np.full((500, 1), 0.5), ids=[0] * 500)  # subject 0 again: capped, nothing buffered
     assert sa.capped == 1500 and len(sa.pending) == 0
-    sa.push(np.full((500, 1), 0.25), ids=["new"] * 500)  # a new subject updating itself alone in the buffer
-    assert sa.superseded == 499 and len(sa.pending) == 1 == len(sa.planner.buffer)
+    sa.push(np.full((3, 1), 0.25), ids=["new"] * 3)  # a new subject updating itself alone in the buffer
+    assert sa.superseded == 2 and len(sa.pending) == 1 == len(sa.planner.buffer)
     out = sa.flush()
-    assert out.index.tolist() == [2003] and float(out.records[0, 0]) >= 0.0
+    assert out.index.tolist() == [1506] and float(out.records[0, 0]) >= 0.0
+    # updating for longer: its latest record is released m − 1 arrivals after its first, later rows are capped
+    sa.push(np.full((500, 1), 0.25), ids=["newer"] * 500)
+    assert sa.superseded == 2 + 3 and sa.capped == 1500 + 496 and len(sa.pending) == 0
 
 
 def test_diagnostics_take_non_finite_inputs_as_the_mechanism_codes_them():

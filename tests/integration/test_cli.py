@@ -120,9 +120,10 @@ def test_anonymize_user_csv_with_ids_and_public_bounds(tmp_path, capsys):
 
 
 def test_ids_default_target_is_the_records_released_and_spends_all_of_epsilon(tmp_path, capsys):
-    """200 rows of 3 subjects: 3 records are released (the rest are updates) and the default target length is
-    3, so the whole ε is spent (it was 200 rows: ε·3/200 spent, silently); the release equals the batch call
-    with target_length = 3 for the same key."""
+    """200 rows of 3 subjects, frames of m = 96 records: 9 records are released (a frame of the 3 subjects' latest
+    records after every 95 arrivals, and the rest at the end; the other rows are updates) and the default target
+    length is 9, so the whole ε is spent (it was 200 rows: ε·3/200 spent, silently); the release equals the batch
+    call with target_length = 9 for the same key."""
     src = tmp_path / "ids.csv"
     rng = np.random.default_rng(1)
     ids = rng.integers(0, 3, 200)
@@ -132,9 +133,9 @@ def test_ids_default_target_is_the_records_released_and_spends_all_of_epsilon(tm
     assert cli.main(["anonymize", str(src), "-o", str(out), "--ids-column", "id", "--bounds", "10,5", "--seed", "7",
                      "--epsilon", "2", "--report", str(rep), "--quiet"]) == 0  # fmt: skip
     report = json.loads(rep.read_text())
-    assert (report["records_out"], report["superseded"], report["dropped"]) == (3, 197, 0)
+    assert (report["records_out"], report["superseded"], report["dropped"]) == (9, 191, 0)
     assert report["epsilon_spent"] == pytest.approx(2.0)
-    cfg = jaxdp.HVCConfig(8, 12, target_length=3)
+    cfg = jaxdp.HVCConfig(8, 12, target_length=9)
     batch = jaxdp.anonymize(keys.key_from_seed(7), data, cfg, epsilon=2.0, ids=ids.tolist(), bounds=(np.zeros(2), np.array([10.0, 5.0])))
     with out.open() as f:
         rows = list(csv.reader(f))[1:]
