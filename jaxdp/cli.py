@@ -845,7 +845,10 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--encoding", default="utf-8", help="CSV text encoding (default utf-8; a BOM is skipped)")
     g.add_argument("--ids-column", default=None,
                    help="column holding subject ids (any values); kept in the output; a subject updated within a "
-                        "buffer keeps its latest record")
+                        "buffer keeps its latest record. Ids are compared as written: 1, 1.0 and ' 1' are three "
+                        "subjects, so write each subject's id one way (with --records-per-subject a subject written "
+                        "two ways gets twice the records and twice epsilon). Empty ids and missing-value markers "
+                        "(NaN, NA, null, None, N/A, ...) are refused")
     g.add_argument("--chunk", type=int, default=131_072, help="records read per chunk (default 131072)")
     g.add_argument("--report", default=None, help="write a JSON report here")
     g.add_argument("--quiet", action="store_true", help="no progress bar (it is also off when stderr is not a terminal)")

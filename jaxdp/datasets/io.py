@@ -37,6 +37,13 @@ def _plain_id_type(t):
     return t.value_type if pa.types.is_dictionary(t) else t
 
 
+MISSING_ID_MARKERS = ("#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A",
+                      "NA", "NULL", "NaN", "None", "n/a", "nan", "null", "NAN", "none", "Null", "na")
+"""Text ids read as missing (refused, like an empty id): pandas' default missing-value markers and their usual
+spellings, compared after trimming white space."""
+_MISSING_ID_EXAMPLES = ("'NaN'", "'NA'", "'null'", "'None'", "'N/A'")
+
+
 def id_values(ids) -> list:
     """An Arrow id column as exact, hashable Python values: temporal ids as their integer counts (found in review:
     nanosecond timestamps came back as microsecond datetimes, merged or misprinted), others as `to_pylist`."""
@@ -467,8 +474,10 @@ class TableReader:
                 empty = self._missing_ids(ids, row)
                 if empty.any():
                     r = int(np.flatnonzero(empty)[0])
-                    raise InputError(f"{self.where(row + r)}: the id in column {self.id_column!r} is empty "
-                                     "(every record needs its subject's id).")
+                    raise InputError(f"{self.where(row + r)}: the id in column {self.id_column!r} is empty or a "
+                                     f"missing-value marker ({', '.join(_MISSING_ID_EXAMPLES)}, …): every record needs "
+                                     "its subject's id. Fill it in (an id that really is such a word: rename it, e.g. "
+                                     "'id_NA').")
             yield x, ids, row
             row += batch.num_rows
         del pa
@@ -488,8 +497,12 @@ class TableReader:
             raise InputError(f"{self.where(row)}: the id column {self.id_column!r} holds {t} values; ids must be "
                              "numbers or text (one value per record).")
         empty = np.asarray(ids.is_null())
-        if pa.types.is_string(t) or pa.types.is_large_string(t) or str(t) == "string_view":  # CSV: "" is missing
-            empty = empty | (np.asarray(pac.utf8_length(ids.cast(pa.large_string())).fill_null(0)) == 0)
+        if pa.types.is_string(t) or pa.types.is_large_string(t) or str(t) == "string_view":  # CSV: "" is missing,
+            # and so are the usual missing-value markers (found in review: "NaN", "NA" and "null" ids were subjects, so
+            # different people's records superseded one another silently)
+            text = pac.utf8_trim_whitespace(ids.cast(pa.large_string()))
+            empty = empty | (np.asarray(pac.utf8_length(text).fill_null(0)) == 0) \
+                | np.asarray(pac.is_in(text, value_set=pa.array(MISSING_ID_MARKERS, pa.large_string())).fill_null(False))
         elif pa.types.is_binary(t) or pa.types.is_large_binary(t) or str(t) == "binary_view":
             empty = empty | (np.asarray(pac.binary_length(ids.cast(pa.large_binary())).fill_null(0)) == 0)
         elif pa.types.is_floating(t):

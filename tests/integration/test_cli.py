@@ -503,6 +503,10 @@ CASES = [
     ("ids column", None, ["--ids-column", "zz"], "not a column"),
     ("empty id", lambda p: p.write_text("id,a,b\nx,1,2\n,3,4\n"), ["--ids-column", "id", "--bounds", "0:10,0:10"],
      "line 3: the id in column 'id' is empty"),  # was read as one subject "" (merging people)
+    # found in review: the usual missing-value markers were subjects (two "NaN" rows: one superseded the other)
+    *[(f"missing-marker id {m!r}", lambda p, m=m: p.write_text(f"id,a,b\nx,1,2\n{m},3,4\ny,5,6\n{m},7,8\n"),
+       ["--ids-column", "id", "--bounds", "0:10,0:10"], "line 3: the id in column 'id' is empty or a missing-value marker")
+      for m in ("NaN", "NA", " null ", "None", "#N/A")],
     ("strict", lambda p: p.write_text("a,b,c\n1,2,30\n"), ["--strict-bounds"], "column 'c'"),
     # found in review: a blank line in a one-column file (a missing value) was skipped, losing the record silently
     ("one-column blank line", lambda p: p.write_text("a\n1\n\n3\n"), ["--bounds", "0:10"], "line 3: the line is blank"),
