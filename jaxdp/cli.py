@@ -358,6 +358,11 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
                         encoding=args.encoding, chunk_rows=args.chunk)  # fmt: skip
     columns = reader.columns
     source = "bundled Census" if bundled else path
+    if reader.fmt == "csv" and columns and all(_reads_as_number(c) for c in columns):  # (found in review: a file
+        # without a header lost its first record silently, taken as the column names)
+        print(f"jaxdp anonymize: WARNING: every column name in the first line of {source} reads as a number "
+              f"({', '.join(columns[:3])}{', …' if len(columns) > 3 else ''}): if the file has no header line, its "
+              "first record was taken as the column names and is not released. Add a header line.", file=sys.stderr)
     from jaxdp import datasets  # (no JAX: argument and file errors stay fast)
 
     bundled_domain = bundled and args.bounds is None  # jaxdp's public domain for its own data (private)
@@ -657,6 +662,8 @@ class _Content:
         """``(key, plain words or None)``."""
         # (found in review: the advice named --records-per-subject when it was already given)
         declared = sa.config.records_per_subject is not None
+        if sa.rows_seen == 0:  # (found in review: an empty input read "per-record detail in 0 % of blocks")
+            return "no records", "the input has no records: the output holds the header only."
         if records_out and self.all_midpoint:
             return "nothing", (
                 "the release carries no information from the data: every released record is the domain "
@@ -750,6 +757,14 @@ class _Diagnostics:
             "sse_pln_expected": pln,
             "sse_vs_pln_expected": sse / pln if pln > 0 else None,
         }
+
+
+def _reads_as_number(name: str) -> bool:
+    try:
+        float(name)
+    except ValueError:
+        return False
+    return True
 
 
 def _sampler_note(noise: str) -> dict:

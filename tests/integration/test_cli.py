@@ -803,6 +803,20 @@ def test_a_header_without_records_reads_alike_from_stdin_and_a_file(tmp_path, ca
     _stdin(monkeypatch, src.read_bytes())  # found in review: stdin said "cannot read it as CSV"
     assert cli.main(["anonymize", "-", "-o", str(tmp_path / "s.csv"), *common]) == 0, capsys.readouterr().err
     assert (tmp_path / "s.csv").read_text() == (tmp_path / "f.csv").read_text() == "a,b,c\n"
+    assert "NOTE: the input has no records" in capsys.readouterr().err  # said plainly (found in review)
+
+
+def test_a_csv_without_header_line_is_warned_about(tmp_path, capsys):
+    """Found in review: a file with no header line lost its first record silently (taken as the column names)."""
+    src = tmp_path / "in.csv"
+    src.write_text("1,2\n3,4\n5,6\n")
+    assert cli.main(["anonymize", str(src), "-o", str(tmp_path / "o.csv"), "--bounds", "10,10", "--quiet",
+                     "--records-per-subject", "1"]) == 0  # fmt: skip
+    assert "every column name in the first line" in capsys.readouterr().err
+    src.write_text("a,2020\n3,4\n")  # one name is not a number: no warning
+    assert cli.main(["anonymize", str(src), "-o", str(tmp_path / "o.csv"), "--bounds", "10,10", "--quiet",
+                     "--records-per-subject", "1"]) == 0  # fmt: skip
+    assert "first line" not in capsys.readouterr().err
 
 
 def test_an_empty_table_is_refused_as_empty(tmp_path, capsys):
