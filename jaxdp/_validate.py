@@ -340,6 +340,19 @@ def seed(name: str, value: Any) -> int:
     return int(value)
 
 
+def shape(value: Any) -> tuple[int, ...]:
+    """An array shape: an int or a sequence of ints >= 0, as a tuple (found in review: `laplace(key, 1.0, 3)` ended
+    in "'int' object is not iterable", and shape (-1,) in JAX's internal iota error)."""
+    dims = (value,) if isinstance(value, (int, np.integer)) else value
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        raise TypeError(f"shape must be an int or a tuple of ints >= 0, got {value!r}.") from None
+    if any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0 for v in dims):
+        raise ValueError(f"shape must be an int or a tuple of ints >= 0, got {value!r}.")
+    return tuple(int(v) for v in dims)
+
+
 def generated(shape: dict) -> tuple[int, ...]:
     """The sizes of a seeded synthetic data set, each an int >= 1, with at most MAX_GENERATED entries in all."""
     sizes = tuple(size(k, v) for k, v in shape.items())

@@ -45,7 +45,8 @@ def laplace_noise(key: jax.Array, shape, *, epsilon, sensitivity, dtype=None) ->
     # `add_laplace` and `laplace_noise`, where `laplace_mechanism` refuses
     _check_scale_range(epsilon, sensitivity, dtype if dtype in (np.float32, np.float64) else None)  # (float16: the
     # default float's range is checked; its own would refuse ordinary scales, found in review)
-    return laplace_scale(epsilon=epsilon, sensitivity=sensitivity, dtype=dtype) * _standard(key, tuple(shape), dtype)
+    return laplace_scale(epsilon=epsilon, sensitivity=sensitivity, dtype=dtype) * _standard(key, _validate.shape(shape),
+                                                                                            dtype)
 
 
 def standard_laplace(key: jax.Array, shape, dtype=None) -> jax.Array:
@@ -53,7 +54,7 @@ def standard_laplace(key: jax.Array, shape, dtype=None) -> jax.Array:
     one vectorized call); scale them with `add_standard_laplace`. Traceable."""
     _validate.mechanism_core(key)
     dtype = _validate.float_dtype() if dtype is None else np.dtype(dtype)
-    return _standard(key, tuple(shape), dtype)
+    return _standard(key, _validate.shape(shape), dtype)
 
 
 def _standard(key: jax.Array, shape: tuple, dtype) -> jax.Array:
@@ -76,7 +77,7 @@ def standard_gumbel(key: jax.Array, shape, dtype=None) -> jax.Array:
     """``jax.random.gumbel(key, shape, dtype)``, bit for bit, with the words from the unrolled Threefry on CPU
     (as `standard_laplace`; the Gumbel-max exponential mechanism draws its noise here). Traceable."""
     dtype = _validate.float_dtype() if dtype is None else np.dtype(dtype)
-    shape = tuple(shape)
+    shape = _validate.shape(shape)
     if not _unrolled(dtype) or jax.config.jax_high_dynamic_range_gumbel:
         return jax.random.gumbel(key, shape, dtype)
     tiny = float(np.finfo(np.dtype(jax.dtypes.canonicalize_dtype(dtype))).tiny)
@@ -172,7 +173,11 @@ def laplace(
     if _validate.is_concrete(scale) and np.any(np.asarray(scale, np.float64) < _min_scale(dtype)):
         raise ValueError(f"Laplace scale below {_min_scale(dtype):.3g}, where {dtype}'s noise nears its smallest normal "
                          "number and flushes to 0 (no noise); rescale the problem.")
-    shape = tuple(np.shape(scale)) if shape is None else tuple(shape)
+    hi = float(np.finfo(dtype).max) * 2.0**-20  # the noise's tail (≈ 16.6 scales) must stay finite
+    if _validate.is_concrete(scale) and np.any(np.asarray(scale, np.float64) > hi):  # (found in review: ±inf noise)
+        raise ValueError(f"Laplace scale above {hi:.3g}, where {dtype}'s noise overflows to ±inf; rescale the problem, "
+                         "or use float64.")
+    shape = _validate.shape(shape if shape is not None else np.shape(scale))
     return _laplace(key, jnp.asarray(scale, dtype), shape, dtype)
 
 

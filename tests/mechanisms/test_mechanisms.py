@@ -70,10 +70,19 @@ def test_laplace_keys_give_independent_draws(key):
     np.testing.assert_array_equal(a, mechanisms.laplace(k1, 1.0, (1000,)))  # deterministic per key
 
 
-@pytest.mark.parametrize("scale", [0.0, -1.0, np.nan, np.inf])
+@pytest.mark.parametrize("scale", [0.0, -1.0, np.nan, np.inf, 1e300])  # 1e300: ±inf noise (found in review)
 def test_laplace_rejects_bad_scale(key, scale):
     with pytest.raises(ValueError, match="scale"):
         mechanisms.laplace(key, scale, (3,))
+
+
+def test_noise_shapes_are_checked_and_an_int_is_a_shape(key):
+    """Found in review: shape 3 ended in "'int' object is not iterable", (-1,) in JAX's internal iota error."""
+    assert mechanisms.laplace(key, 1.0, 3).shape == (3,) == mechanisms.standard_laplace(key, np.int64(3)).shape
+    for bad in ((-1,), (2.5,), "ab", None):
+        with pytest.raises((TypeError, ValueError), match="shape must be"):
+            mechanisms.laplace(key, 1.0, bad) if bad is not None else mechanisms.laplace_noise(key, bad, epsilon=1.0,
+                                                                                                sensitivity=1.0)
 
 
 def test_legacy_and_missing_keys_are_rejected():
