@@ -47,6 +47,9 @@ __all__ = [
 
 def _pair(y, x):
     for name, v in (("release", y), ("original records", x)):
+        if hasattr(v, "records") and hasattr(v, "index"):  # found in review: NumPy's "float() argument … 'Result'"
+            raise TypeError(f"the {name} are a jaxdp result: pass its released records and the original records in "
+                            "the same order, e.g. summary(result.records, x[result.index], lo, hi).")
         # found in review: the imaginary part was dropped with a warning, text was parsed ("1" read as 1.0),
         # booleans read as 0/1 and a masked array's masked values were counted
         if np.ma.isMaskedArray(v):
@@ -173,10 +176,11 @@ def _corr(z):
 
 
 def correlation_error(y, x) -> float:
-    """Mean |corr(y) − corr(x)| over the off-diagonal pairs (a constant column correlates 0 with all)."""
+    """Mean |corr(y) − corr(x)| over the off-diagonal pairs (a constant column correlates 0 with all); NaN where
+    no correlation is defined: one column, or one record (found in review: one record gave 0.0)."""
     y, x = _pair(y, x)
     d = x.shape[1]
-    if d < 2:
+    if d < 2 or x.shape[0] < 2:
         return float("nan")
     off = ~np.eye(d, dtype=bool)
     cx = _corr(x)

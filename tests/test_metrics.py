@@ -163,3 +163,17 @@ def test_what_a_review_found_misread_or_unstable():
             metrics.sse(data, bad)
     with pytest.raises(ValueError, match=r"result.index\[r\]"):
         metrics.sse(np.stack([data, data]), np.stack([data, data]))
+
+
+def test_a_result_is_refused_with_the_call_to_make_and_one_record_has_no_correlation():
+    """Found in review: a `Result` passed as the release ended in NumPy's "float() argument … 'Result'", and one
+    record gave a correlation error of 0.0 (one column gives NaN)."""
+    import jaxdp
+
+    x = np.random.default_rng(0).uniform(0, 1, (16, 2))
+    res = jaxdp.midpoint(x, jaxdp.HVCConfig(2, 2), bounds=np.ones(2))
+    for call in (lambda: metrics.summary(res, x, 0.0, 1.0), lambda: metrics.correlation_error(res, x),
+                 lambda: metrics.relative_sse(x, res, 0.0, 1.0)):
+        with pytest.raises(TypeError, match=r"x\[result.index\]"):
+            call()
+    assert np.isnan(metrics.correlation_error(x[:1], x[:1])) and np.isnan(metrics.correlation_error(x[:, :1], x[:, :1]))

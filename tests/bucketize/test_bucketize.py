@@ -679,3 +679,14 @@ def test_bucket_ids_are_labels_of_any_size():
     sparse = np.array([0, 7, 10**13, 3, 10**12, 5, 2, 9])[bucket]
     assert B.loss(sparse) == B.loss(bucket) == 8 * 16 and B.mse(sparse) == B.mse(bucket)
     assert B.relative_error(qi, sa, sparse, queries=50) == B.relative_error(qi, sa, bucket, queries=50)
+
+
+def test_fprime_given_as_a_list_is_refused_not_read_by_position():
+    """Found in review: a list of f′ was indexed by the SA values (codes 1…3 read positions 1…3: shifted f′ silently;
+    text values: a TypeError from the list)."""
+    sa = np.repeat([1, 2, 3], 10)
+    for fp in ([0.5] * 4, np.full(4, 0.5), (0.5,) * 4):
+        with pytest.raises(TypeError, match=r"dict\(zip\(np.unique\(sa\)"):
+            B.multi_size_bucketing(sa, fp)
+    with pytest.raises(TypeError, match="indexed by position"):
+        B.two_size(np.array(["a", "b"] * 10), [0.5, 0.5])
