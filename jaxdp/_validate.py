@@ -101,6 +101,14 @@ def bounds(value: Any, d: int | None = None) -> tuple[np.ndarray, np.ndarray]:
             "configuration. Pass them from outside jit/vmap."
         )
     try:
+        raw = np.asarray(value) if not isinstance(value, str) else None
+    except (TypeError, ValueError):  # ragged: refused below
+        raw = None
+    # found in review: complex bounds lost their imaginary part with only NumPy's warning, booleans read as widths 1
+    if raw is not None and (raw.dtype.kind in "bcmM" or raw.dtype.kind == "O" and any(
+            isinstance(v, (bool, np.bool_, complex, np.complexfloating)) for v in raw.reshape(-1))):
+        raise TypeError(f"bounds must be real numbers, got {raw.dtype} values.")
+    try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as err:
         raise TypeError(f"bounds must be numeric, got {value!r}.") from err

@@ -106,6 +106,8 @@ def inference_moments(x: float, y: float, *, epsilon: float) -> tuple[float, flo
     x, y = real("x", x), real("y", y)
     if x == 0:
         raise ValueError("x must be non-zero: the theorem's expansion is in b/x (a count of 0 has no ratio Y/X).")
+    if x < 0 or y < 0:  # found in review: a negative "true count" gave moments of nothing real
+        raise ValueError("x and y are true counts: they must be >= 0.")
     b = 1.0 / epsilon
     r = y / x
     return r * (1 + 2 * b * b / (x * x)), 2 * b * b / (x * x) * (1 + r * r)

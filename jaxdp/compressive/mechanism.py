@@ -62,6 +62,9 @@ class CompressiveConfig:
             raise ValueError(f"select_fraction must lie in (0, 1), got {self.select_fraction}.")
         _validate.size("iterations", self.iterations)
         _validate.size("refit", self.refit)
+        if isinstance(self.basis, str) and self.basis not in ("haar", "dct"):  # (found in review: refused only at
+            # the call) a matrix is checked against n there
+            raise ValueError(f"basis must be 'haar', 'dct' or an orthonormal [n, n] matrix, got {self.basis!r}.")
 
 
 def _check_config(config: CompressiveConfig, n: int) -> float:

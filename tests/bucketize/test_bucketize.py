@@ -486,6 +486,8 @@ def test_counts_beyond_exact_arithmetic_and_degenerate_inputs_are_refused(tmp_pa
     assert B.assignment_exists([2**30], [[2**30, 2**30]], [2**30, 0])  # capacities may total 2**31: each edge fits
     with pytest.raises(ValueError, match="non-zero"):
         B.inference_moments(0.0, 1.0, epsilon=1.0)
+    with pytest.raises(ValueError, match=">= 0"):  # found in review: (−402, 1000) for a count of −0.1
+        B.inference_moments(-0.1, 0.2, epsilon=1.0)
     with pytest.raises(ValueError, match="finite") as err:
         B.inference_moments(float("nan"), 1.0, epsilon=1.0)
     assert "nan" not in str(err.value).lower() and "got a float" in str(err.value)  # the type, never the (true) value

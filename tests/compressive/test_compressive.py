@@ -526,6 +526,8 @@ def test_config_constants_must_be_finite_numbers():
     for bad in ({"c5": "9"}, {"select_fraction": "0.5"}):
         with pytest.raises(TypeError, match=next(iter(bad))):
             C.CompressiveConfig(**bad)
+    with pytest.raises(ValueError, match="basis must be"):  # found in review: refused only at the call
+        C.CompressiveConfig(basis="foo")
 
 
 def test_vectors_whose_samples_round_past_the_sensitivity_are_refused(key):
@@ -564,6 +566,8 @@ def test_cmco_refuses_times_and_iterations_it_would_misread(key):
         C.cmco(key, np.ones(8), epsilon=1.0, k=3, sparsity=2, times=[2.7])
     with pytest.raises(ValueError, match="iterations"):
         C.cmco(key, np.ones(8), epsilon=1.0, k=3, sparsity=2, times=[4], iterations=0)
+    with pytest.raises(ValueError, match="exceeds the length t = 4"):  # as compressive refuses S > n (review)
+        C.cmco(key, np.ones(8), epsilon=1.0, k=3, sparsity=5, times=[8, 4])
 
 
 def test_refit_reaches_the_least_squares_fit_on_its_support_in_float32():

@@ -263,6 +263,14 @@ def test_bad_config_is_rejected(kwargs, err):
         jaxdp.HVCConfig(4, 2, **kwargs)
 
 
+def test_complex_and_boolean_bounds_are_refused(key):
+    """Found in review: complex bounds lost their imaginary part with only NumPy's warning; booleans read as widths 1."""
+    cfg = jaxdp.HVCConfig(4, 2, target_length=10)
+    for bounds in (np.array([1 + 1j, 2, 3]), np.array([True, True, True])):
+        with pytest.raises(TypeError, match="real numbers"):
+            jaxdp.anonymize(key, np.ones((10, 3)), cfg, epsilon=1.0, bounds=bounds)
+
+
 @pytest.mark.parametrize("bounds, match", [(None, "bounds are required"), ("max", '"data"'),
                                            ([1.0, -1.0], "bounds"), (np.ones(2), "attributes")])  # fmt: skip
 def test_bad_bounds_are_rejected_at_the_call(key, bounds, match):
