@@ -336,7 +336,7 @@ def test_paper_reordering_is_flagged_non_private_and_bounded(key):
     assert np.all(res.delay >= 0) and np.all(res.delay < cfg.frame_size)
     sa = jaxdp.StreamAnonymizer(key, dataclasses.replace(cfg, target_length=120), epsilon=3.0, bounds=BOUNDS)
     (o1, i1), (o2, i2) = ((r.records, r.index) for r in (sa.push(records), sa.flush()))
-    batch = jaxdp.anonymize(key, records, dataclasses.replace(cfg, target_length=120), epsilon=3.0, bounds=BOUNDS)
+    batch = res  # the batch call's target length defaults to the 120 rows: the stream's target_length=120
     np.testing.assert_array_equal(np.concatenate([i1, i2]), batch.index)
     np.testing.assert_array_equal(np.concatenate([o1, o2]).astype(batch.records.dtype), batch.records)
     private = jaxdp.HVCConfig.paper(8, 3, reorder="none")
