@@ -97,10 +97,12 @@ def _fc_limit(o, weight, c, s):
     The left side is concave in x and equals ``min_k L_k(x)`` over the lines ``L_k(x) = Σ_{first k} w o +
     x·Σ_{rest} w c`` with the values sorted by their saturation point o_i/c_i (any split bounds the sum from
     above; the split at x attains it). So FC holds iff ``x·(s − C_k) ≤ A_k`` for every k: x ≤ ⌊A_k/(s − C_k)⌋
-    where s > C_k — exact integer arithmetic, in place of a binary search over x."""
+    where s > C_k — exact integer arithmetic, in place of a binary search over x. `o` and `weight` are
+    ``[m]`` or one row per row of c ``[P, m]``."""
+    o, weight = np.broadcast_to(o, c.shape), np.broadcast_to(weight, c.shape)
     t = np.where(c > 0, o / np.maximum(c, 1), np.inf)  # distinct rationals compare exactly in float64
     order = np.argsort(t, axis=1, kind="stable")
-    wo = (weight * o)[order]
+    wo = np.take_along_axis(weight * o, order, 1)
     wc = np.take_along_axis(c * weight, order, 1)
     zero = np.zeros((c.shape[0], 1), np.int64)
     a = np.concatenate([zero, np.cumsum(wo, 1)], 1)
@@ -122,37 +124,44 @@ def _first_linear(a, b, lo, hi):
 
 
 def _fc_limits(o, fp, weight, m_min, m_max):
-    """`_fc_limit` for every bucket size S in [M, M′] (row S − M) with ``c_i = ⌊f′_i·S⌋``, and those c
-    ``[S, m]``: FC(S) depends on the size alone, not on the pair it is part of, so a search over ≈ M′²/2 size
+    """`_fc_limit` for every bucket size S in [M, M′] (column S − M) of every record set (row) with
+    ``c_i = ⌊f′_i·S⌋``, and those c: limits ``[N, S]``, c ``[N, S, u]`` for the sets' values ``o, fp, weight
+    [N, u]``. FC(S) depends on the size alone, not on the pair it is part of, so a search over ≈ M′²/2 size
     pairs needs it for M′ − M + 1 sizes."""
     sizes = np.arange(m_min, m_max + 1, dtype=np.int64)
-    c = _floor(fp[None, :] * sizes[:, None])
-    return _fc_limit(o, weight, c, sizes), c
+    n, u = o.shape
+    c = _floor(fp[:, None, :] * sizes[None, :, None])  # [N, S, u]
+    rows = lambda a: np.repeat(a, sizes.size, axis=0)  # noqa: E731 - [N, u] -> [N·S, u]
+    limits = _fc_limit(rows(o), rows(weight), c.reshape(-1, u), np.tile(sizes, n))
+    return limits.reshape(n, sizes.size), c
 
 
-def _first_valid(s1, s2, b10, b20, d1, d2, kprime, o, fc):
+def _first_valid(s1, s2, b10, b20, d1, d2, kprime, o, fc, node):
     """Theorem 5.30 for P size pairs at once: the first valid pair of each Γ′ (j ∈ [0, k′]); the paper's
     binary searches (FC(S1) monotone, FC(S2) anti-monotone, PC(x_i) valid on a prefix ∪ a suffix) replaced
     by their closed forms (exact integer arithmetic; the sequential searches are the tests' reference).
-    Arrays ``[P]``; values along a second axis ``[P, m]``: the distinct (o_i, f′_i) pairs (values with the same
-    count and f′ have the same conditions). `fc`: (M, FC limits ``[S]`` and c ``[S, m]`` per bucket size from M
-    on, `_fc_limits`). Returns (found, j)."""
+    Arrays ``[P]``; values along a second axis: ``o [N, u]``, the distinct (o_i, f′_i) pairs of each record
+    set (values with the same count and f′ have the same conditions; padded with o = 0, which no condition
+    sees). `fc`: (M, FC limits ``[N, S]`` and c ``[N, S, u]`` per bucket size from M on, `_fc_limits`); `node`:
+    the record set of each pair ``[P]``. Returns (found, j)."""
     m_min, limits, c = fc
-    c1, c2 = c[s1 - m_min], c[s2 - m_min]
     # FC(S1) holds where b1(j) = b1⁰ − jΔ1 ≤ x1 (the first such j), FC(S2) where b2(j) = b2⁰ + jΔ2 ≤ x2 (up to
     # the last such j): closed forms from `_fc_limit`, clipped to [0, k′ + 1] (k′ + 1: none in range)
-    lo = np.clip(-((limits[s1 - m_min] - b10) // d1), 0, kprime + 1)
+    lo = np.clip(-((limits[node, s1 - m_min] - b10) // d1), 0, kprime + 1)
     found, j = np.zeros(s1.shape, bool), lo
     r = np.flatnonzero(lo <= kprime)  # FC(S2) only where FC(S1) leaves some j; PC where both do
-    hi = np.clip((limits[s2[r] - m_min] - b20[r]) // d2[r] + 1, 0, kprime[r] + 1) - 1
+    hi = np.clip((limits[node[r], s2[r] - m_min] - b20[r]) // d2[r] + 1, 0, kprime[r] + 1) - 1
     r, hi = r[lo[r] <= hi], hi[lo[r] <= hi]
     if r.size:
-        found[r], j[r] = _first_pc(o, c1[r], c2[r], b10[r], b20[r], d1[r], d2[r], kprime[r], lo[r], hi)
+        nr = node[r]
+        found[r], j[r] = _first_pc(o[nr], c[nr, s1[r] - m_min], c[nr, s2[r] - m_min], b10[r], b20[r], d1[r], d2[r],
+                                   kprime[r], lo[r], hi)
     return found, j
 
 
 def _first_pc(o, c1, c2, b10, b20, d1, d2, kprime, lo, hi):
-    """The first j in [lo, hi] where PC(x_i) holds for every value (Theorem 5.30), per size pair."""
+    """The first j in [lo, hi] where PC(x_i) holds for every value (Theorem 5.30), per size pair (``o``, ``c1``,
+    ``c2``: ``[P, u]``)."""
     col = lambda a: a[:, None]  # noqa: E731
     # The per-value conditions are linear in j, so their binary searches have closed forms (exact integer
     # arithmetic): `_first_linear` = the smallest j in [lo, hi] with a + j·b ≥ 0, hi + 1 if none.
@@ -172,7 +181,7 @@ def _first_pc(o, c1, c2, b10, b20, d1, d2, kprime, lo, hi):
     f_hi = np.where(mono, np.minimum(first_hold, b_start), b_start)
     j = lo.copy()
     live = np.ones(j.shape, bool)
-    for _ in range(o.size + 1):
+    for _ in range(o.shape[-1] + 1):
         bad = live[:, None] & (f_lo <= col(j)) & (col(j) < f_hi)
         stuck = bad.any(1)
         if not stuck.any():
@@ -213,48 +222,83 @@ def _two_size_search(o, fp, m_min, m_max, below=None):
     """`two_size_bucketing` on checked input; with `below`, only settings of loss < below are searched
     (None if there is none): MultiSize keeps a split only if it lowers the loss, so it passes the loss of
     the bucket class it splits and the pairs that cannot beat it are never searched."""
-    total = int(o.sum())
-    s1, s2, g, d1, d2, inv = _pairs(m_min, m_max)  # the paper's scan order: S1 outer, S2 inner
-    ok, b10, b20, k = _gammas(total, s1, s2, g, d1, d2, inv)
-    s1, s2, b10, b20, d1, d2, k = (a[ok] for a in (s1, s2, b10, b20, d1, d2, k))
-    if s1.size == 0:
-        return None
-    loss0 = b10 * (s1 - 1) ** 2 + b20 * (s2 - 1) ** 2  # the loss at j = 0, a lower bound (Lemma 5.24)
-    big = np.iinfo(np.int64).max
-    cap = big if below is None else int(below) - 1  # the largest loss of interest
-    if cap < big:
-        keep = loss0 <= cap
-        s1, s2, b10, b20, d1, d2, k, loss0 = (a[keep] for a in (s1, s2, b10, b20, d1, d2, k, loss0))
-        if s1.size == 0:
-            return None
-    step = d2 * (s2 - 1) ** 2 - d1 * (s1 - 1) ** 2  # > 0: the loss grows by `step` per j
-    # values with the same count and f′ share every condition: search over the distinct pairs, weighted
-    order = np.lexsort((fp, o))  # (what np.unique(axis=0) finds, without its structured-array detour)
-    o_s, fp_s = o[order], fp[order]
-    starts = np.flatnonzero(np.r_[True, (np.diff(o_s) != 0) | (np.diff(fp_s) != 0)])
-    o_u, fp_u, weight = o_s[starts], fp_s[starts], np.diff(np.r_[starts, o.size])
-    fc = (m_min, *_fc_limits(o_u, fp_u, weight, m_min, m_max))  # FC per bucket size, shared by both batches
+    return _two_size_searches([o], [below], fp, m_min, m_max)[0]
 
-    def search(sel, bound):  # each pair over the prefix of Γ whose loss can be ≤ bound
-        kprime = k[sel] if bound == big else np.minimum(k[sel], (bound - loss0[sel]) // step[sel])
-        found, j = _first_valid(s1[sel], s2[sel], b10[sel], b20[sel], d1[sel], d2[sel], kprime, o_u, fc)
+
+_BATCH_ENTRIES = 1 << 22  # size pairs × values searched at once at most (several arrays of this many int64)
+
+
+def _two_size_searches(counts, belows, fp, m_min, m_max) -> list:
+    """`_two_size_search` for several record sets at once (their per-value counts ``counts[i] [m]`` and
+    bounds ``belows[i]``), one NumPy batch over all their size pairs: MultiSize searches the record sets of
+    one level of its recursion together (a batch costs about what one search did: the work is NumPy's per-call
+    overhead, not arithmetic). Each result is the one search's own; sets are taken in groups of at most
+    `_BATCH_ENTRIES` pairs × values."""
+    s1_all, *_ = _pairs(m_min, m_max)
+    per_set = max(s1_all.size * max(len(c) for c in counts), 1)
+    group = max(_BATCH_ENTRIES // per_set, 1)
+    out = []
+    for g in range(0, len(counts), group):
+        out += _search_group(counts[g:g + group], belows[g:g + group], fp, m_min, m_max)
+    return out
+
+
+def _search_group(counts, belows, fp, m_min, m_max) -> list:
+    big = np.iinfo(np.int64).max
+    n = len(counts)
+    totals = np.array([int(o.sum()) for o in counts], np.int64)
+    caps = np.array([big if b is None else int(b) - 1 for b in belows], np.int64)  # the largest loss of interest
+    pairs = _pairs(m_min, m_max)  # the paper's scan order: S1 outer, S2 inner
+    ok, b10, b20, k = _gammas(totals[:, None], *(a[None, :] for a in pairs))  # [N, P]
+    s1, s2, _, d1, d2, _ = (np.broadcast_to(a, ok.shape) for a in pairs)
+    loss0 = b10 * (s1 - 1) ** 2 + b20 * (s2 - 1) ** 2  # the loss at j = 0, a lower bound (Lemma 5.24)
+    node, pair = np.nonzero(ok & (loss0 <= caps[:, None]))  # node-major: each set's pairs in scan order
+    s1, s2, b10, b20, d1, d2, k, loss0 = (a[node, pair] for a in (s1, s2, b10, b20, d1, d2, k, loss0))
+    step = d2 * (s2 - 1) ** 2 - d1 * (s1 - 1) ** 2  # > 0: the loss grows by `step` per j
+    # values with the same count and f′ share every condition: search over each set's distinct pairs, weighted,
+    # padded to the widest set with o = 0 and weight 0 (which no condition sees)
+    distinct = []
+    for o in counts:
+        order = np.lexsort((fp, o))  # (what np.unique(axis=0) finds, without its structured-array detour)
+        o_s, fp_s = o[order], fp[order]
+        starts = np.flatnonzero(np.r_[True, (np.diff(o_s) != 0) | (np.diff(fp_s) != 0)])
+        distinct.append((o_s[starts], fp_s[starts], np.diff(np.r_[starts, o.size])))
+    u = max(d[0].size for d in distinct)
+    o_u, w_u, fp_u = np.zeros((n, u), np.int64), np.zeros((n, u), np.int64), np.ones((n, u))
+    for i, (o_i, fp_i, w_i) in enumerate(distinct):
+        o_u[i, : o_i.size], fp_u[i, : o_i.size], w_u[i, : o_i.size] = o_i, fp_i, w_i
+    fc = (m_min, *_fc_limits(o_u, fp_u, w_u, m_min, m_max))  # FC per bucket size, shared by both batches
+
+    def search(sel, bound):  # each pair over the prefix of Γ whose loss can be ≤ its bound (big: all of Γ)
+        kprime = np.minimum(k[sel], (bound - loss0[sel]) // step[sel])
+        found, j = _first_valid(s1[sel], s2[sel], b10[sel], b20[sel], d1[sel], d2[sel], kprime, o_u, fc, node[sel])
         return np.where(found, loss0[sel] + j * step[sel], big), j
 
-    # loss-based pruning (Lemma 5.25), batched: search the pairs of smallest lower bound first; then only
-    # pairs that can still reach the best loss (ties kept: the first pair in scan order must win), each
+    # loss-based pruning (Lemma 5.25), batched: search each set's pairs of smallest lower bound first; then only
+    # pairs that can still reach their set's best loss (ties kept: the first pair in scan order must win), each
     # over the prefix of Γ that can, in one batch
-    first = np.argsort(loss0, kind="stable")[: min(loss0.size, _FIRST_BATCH)]
+    by_bound = np.lexsort((loss0, node))  # per set by lower bound, ties in scan order (stable)
+    set_start = np.searchsorted(node, np.arange(n))  # rows are node-major
+    first = by_bound[np.arange(by_bound.size) - set_start[node[by_bound]] < _FIRST_BATCH]
     loss, j = np.full(s1.size, big), np.zeros(s1.size, np.int64)
-    loss[first], j[first] = search(first, cap)
-    best = min(cap, int(loss.min()))
-    rest = np.setdiff1d(np.flatnonzero(loss0 <= best), first) if best < big else np.setdiff1d(np.arange(s1.size), first)
+    loss[first], j[first] = search(first, caps[node[first]])
+    best = caps.copy()
+    np.minimum.at(best, node[first], loss[first])
+    in_first = np.zeros(s1.size, bool)
+    in_first[first] = True
+    rest = np.flatnonzero(~in_first & (loss0 <= best[node]))
     if rest.size:
-        loss[rest], j[rest] = search(rest, best)
-    if loss.min() == big:
-        return None
-    i = int(np.argmin(loss))  # the first pair in scan order with the smallest loss
-    b1, b2 = b10[i] - j[i] * d1[i], b20[i] + j[i] * d2[i]
-    return (int(s1[i]), int(b1)), (int(s2[i]), int(b2)), int(loss[i])
+        loss[rest], j[rest] = search(rest, best[node[rest]])
+    out = []
+    for i in range(n):
+        lo, hi = set_start[i], (set_start[i + 1] if i + 1 < n else s1.size)
+        if lo == hi or loss[lo:hi].min() == big:
+            out.append(None)
+            continue
+        r = lo + int(np.argmin(loss[lo:hi]))  # the first pair in scan order with the smallest loss
+        b1, b2 = b10[r] - j[r] * d1[r], b20[r] + j[r] * d2[r]
+        out.append(((int(s1[r]), int(b1)), (int(s2[r]), int(b2)), int(loss[r])))
+    return out
 
 
 # --------------------------------------------------------------------------------------- full bucketizations
@@ -285,18 +329,27 @@ def multi_size_bucketing(sa, fp_of_value, *, m_min: int | None = None, m_max: in
     idx = np.searchsorted(values, np.asarray(sa))
     m_min, m_max = bucket_sizes(fp, m_min, m_max)
 
-    def rec(n, s, b):  # n: per-value counts of this record set, b buckets of size s
+    # The paper's recursion, one level at a time: the record sets of a level are searched in one batch (their
+    # searches are independent), then the classes are listed in the recursion's (depth-first) order.
+    # A node: [counts n, size s, buckets b, children (None: a leaf)]
+    root = [o, int(o.sum()), 1, None]
+    level = [root]
+    while level:
+        todo = [nd for nd in level if nd[0].sum() > 1]
         # only a split that lowers the loss b (s − 1)² is kept: search only settings below it
-        res = _two_size_search(n, fp, m_min, m_max, below=b * (s - 1) ** 2) if n.sum() > 1 else None
-        if res is None:
-            return [(s, b, n)]
-        out = []
-        for s_j, b_j, n_j in _two_size_classes(n, fp, res):
-            if b_j > 0:
-                out += rec(n_j, s_j, b_j) if (s_j, b_j) != (s, b) else [(s_j, b_j, n_j)]
-        return out
+        found = _two_size_searches([nd[0] for nd in todo], [nd[2] * (nd[1] - 1) ** 2 for nd in todo], fp, m_min,
+                                   m_max) if todo else []
+        level = []
+        for nd, res in zip(todo, found):
+            if res is None:
+                continue
+            nd[3] = [[n_j, s_j, b_j, None] for s_j, b_j, n_j in _two_size_classes(nd[0], fp, res) if b_j > 0]
+            level += [c for c in nd[3] if (c[1], c[2]) != (nd[1], nd[2])]  # the same class again: a leaf
 
-    classes = rec(o, int(o.sum()), 1)
+    def leaves(nd):
+        return [(nd[1], nd[2], nd[0])] if nd[3] is None else [c for ch in nd[3] for c in leaves(ch)]
+
+    classes = leaves(root)
     merged: dict[int, int] = {}
     for s, b, _ in classes:
         merged[s] = merged.get(s, 0) + b
