@@ -12,6 +12,7 @@ documented on each public function.
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import jax
@@ -105,9 +106,15 @@ def bounds(value: Any, d: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     except (TypeError, ValueError):  # ragged: refused below
         raw = None
     # found in review: complex bounds lost their imaginary part with only NumPy's warning, booleans read as widths 1
+    if isinstance(value, (list, tuple)):  # NumPy turns [True, 10] into integers before any dtype shows it
+        try:
+            raw = np.asarray(value, dtype=object)
+        except (TypeError, ValueError):
+            raw = None
     if raw is not None and (raw.dtype.kind in "bcmM" or raw.dtype.kind == "O" and any(
             isinstance(v, (bool, np.bool_, complex, np.complexfloating)) for v in raw.reshape(-1))):
-        raise TypeError(f"bounds must be real numbers, got {raw.dtype} values.")
+        raise TypeError(f"bounds must be real numbers, got {raw.dtype if raw.dtype.kind != 'O' else 'boolean or complex'}"
+                        " values.")
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as err:
@@ -351,14 +358,22 @@ def seed(name: str, value: Any) -> int:
 def shape(value: Any) -> tuple[int, ...]:
     """An array shape: an int or a sequence of ints >= 0, as a tuple (found in review: `laplace(key, 1.0, 3)` ended
     in "'int' object is not iterable", and shape (-1,) in JAX's internal iota error)."""
-    dims = (value,) if isinstance(value, (int, np.integer)) else value
+    def index(v):  # Python, NumPy and JAX integers alike (anything `operator.index` takes), never a bool
+        if isinstance(v, (bool, np.bool_)) or getattr(v, "dtype", None) == bool:
+            raise TypeError
+        return operator.index(v)
+
     try:
-        dims = tuple(dims)
+        dims = (index(value),)
     except TypeError:
-        raise TypeError(f"shape must be an int or a tuple of ints >= 0, got {value!r}.") from None
-    if any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0 for v in dims):
+        dims = value
+    try:
+        dims = tuple(index(v) for v in dims)
+    except TypeError:
+        raise ValueError(f"shape must be an int or a tuple of ints >= 0, got {value!r}.") from None
+    if any(v < 0 for v in dims):
         raise ValueError(f"shape must be an int or a tuple of ints >= 0, got {value!r}.")
-    return tuple(int(v) for v in dims)
+    return dims
 
 
 def generated(shape: dict) -> tuple[int, ...]:

@@ -364,9 +364,9 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
     source = "bundled Census" if bundled else path
     if reader.fmt == "csv" and columns and all(_reads_as_number(c) for c in columns):  # (found in review: a file
         # without a header lost its first record silently, taken as the column names)
-        print(f"jaxdp anonymize: WARNING: every column name in the first line of {source} reads as a number "
-              f"({', '.join(columns[:3])}{', …' if len(columns) > 3 else ''}): if the file has no header line, its "
-              "first record was taken as the column names and is not released. Add a header line.", file=sys.stderr)
+        print(f"jaxdp anonymize: WARNING: every column name in the first line of {source} reads as a number: if "
+              "the file has no header line, its first record was taken as the column names and is not released. "
+              "Add a header line.", file=sys.stderr)  # (the names are not printed: they may be a record's values)
     from jaxdp import datasets  # (no JAX: argument and file errors stay fast)
 
     bundled_domain = bundled and args.bounds is None  # jaxdp's public domain for its own data (private)

@@ -47,9 +47,10 @@ __all__ = [
 
 def _pair(y, x):
     for name, v in (("release", y), ("original records", x)):
-        if hasattr(v, "records") and hasattr(v, "index"):  # found in review: NumPy's "float() argument … 'Result'"
-            raise TypeError(f"the {name} are a jaxdp result: pass its released records and the original records in "
-                            "the same order, e.g. summary(result.records, x[result.index], lo, hi).")
+        if type(v).__module__.startswith("jaxdp.") and hasattr(v, "records"):  # found in review: NumPy's "float()
+            # argument … 'Result'" (a jaxdp result type, not any table with a column named "records")
+            raise TypeError(f"got a jaxdp result as the {name}: pass its released records and the original records "
+                            "in the same order, e.g. summary(result.records, x[result.index], lo, hi).")
         # found in review: the imaginary part was dropped with a warning, text was parsed ("1" read as 1.0),
         # booleans read as 0/1 and a masked array's masked values were counted
         if np.ma.isMaskedArray(v):

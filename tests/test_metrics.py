@@ -177,3 +177,9 @@ def test_a_result_is_refused_with_the_call_to_make_and_one_record_has_no_correla
         with pytest.raises(TypeError, match=r"x\[result.index\]"):
             call()
     assert np.isnan(metrics.correlation_error(x[:1], x[:1])) and np.isnan(metrics.correlation_error(x[:, :1], x[:, :1]))
+
+    class Table(np.ndarray):  # a table type with a column named "records" and an index (as a DataFrame has)
+        records, index = None, None
+
+    t = x.view(Table)
+    assert metrics.correlation_error(t, t) == 0.0  # not taken for a result (review of the check)

@@ -41,7 +41,7 @@ def assign_records(values_idx, classes):
     records; within each class RRA. Returns bucket ids per record."""
     values_idx = np.asarray(values_idx)
     bucket = np.empty(values_idx.size, np.int64)
-    taken = np.zeros(values_idx.max() + 1, np.int64)
+    taken = np.zeros(int(values_idx.max()) + 1, np.int64)  # (int: a uint8 index array at 255 wrapped to 0)
     # the records by value, stably: NumPy's stable sort is a radix sort for 8- and 16-bit integers (≈ 7× faster
     # than on int64 at 100,000 records; a stable order is unique, so the result is the same)
     narrow = np.min_scalar_type(taken.size - 1)

@@ -300,9 +300,6 @@ def _cmco(key, stream, epsilon, k, sparsity, times, basis, l1_sensitivity, itera
     times = tuple(int(t) for t in raw)
     if not times or any(t < 1 or t > big_t for t in times):
         raise ValueError(f"times must be a non-empty list of values in [1, T = {big_t}].")
-    if sparsity > min(times):  # as `compressive` refuses S > n (found in review: S = 10 ran at t = 4)
-        raise ValueError(f"sparsity S = {sparsity} exceeds the length t = {min(times)} of the vector recovered at "
-                         "the earliest time: use S <= every t in times.")
     if isinstance(basis, str):
         for t in times:
             psi_ops(basis, t, np.float32)  # validates (Haar needs powers of two)

@@ -191,6 +191,13 @@ class Planner:
             if self.closed:
                 self.dropped += count - i
                 return frames, i
+            if self.full:  # the limit is reached while subjects with ids are buffered: a new row is dropped and the
+                # buffer emitted once its opener has waited m − 1 arrivals, as `feed` does (found in review: it was
+                # emitted at once, a row early; at most m − 1 rows pass here before it closes)
+                self.dropped += 1
+                frames += self._overdue(first_row + i)
+                i += 1
+                continue
             size = len(self.buffer)
             if self.limit is not None and self.accepted >= self.limit and not size:  # nothing may enter
                 self.closed = True

@@ -423,6 +423,21 @@ def test_at_the_limit_buffered_subjects_still_update_and_new_ones_are_dropped():
     assert emitted == [([0, 1], 1)] and q.dropped == 2
 
 
+def test_rows_without_ids_after_a_held_id_frame_at_the_limit_are_fed_as_row_by_row():
+    """Found in review: at the limit, with subjects with ids buffered (held for their updates), a push without ids
+    emitted the buffer at once, one row early; fed row by row, each new row is dropped and the buffer waits for
+    its opener's m − 1 arrivals."""
+    from jaxdp.hvc import stream as stream_mod
+
+    loop, bulk = stream_mod.Planner(4, 2), stream_mod.Planner(4, 2)
+    for p in (loop, bulk):
+        assert p.feed(0, ("id", "a")) == [] and p.feed(1, ("id", "b")) == [] and p.full
+    want = [f for r in range(2, 7) for f in loop.feed(r, ("row", r))]
+    got, _ = bulk.feed_distinct(2, 5)
+    assert [(list(r), e) for r, e in got] == want == [([0, 1], 3)]
+    assert (bulk.dropped, bulk.closed) == (loop.dropped, loop.closed) == (5, True)
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_bulk_distinct_feed_equals_the_per_row_feed(seed):
     """`Planner.feed_distinct` (StreamAnonymizer.push without ids) = `feed` per row, also after pushes with ids."""

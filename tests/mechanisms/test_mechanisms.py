@@ -79,6 +79,9 @@ def test_laplace_rejects_bad_scale(key, scale):
 def test_noise_shapes_are_checked_and_an_int_is_a_shape(key):
     """Found in review: shape 3 ended in "'int' object is not iterable", (-1,) in JAX's internal iota error."""
     assert mechanisms.laplace(key, 1.0, 3).shape == (3,) == mechanisms.standard_laplace(key, np.int64(3)).shape
+    assert mechanisms.standard_laplace(key, (jnp.int32(3),)).shape == (3,)  # JAX integers too (review of the check)
+    assert mechanisms.standard_laplace(key, jnp.array([2, 3])).shape == (2, 3)
+    assert mechanisms.laplace(key, 1.0, (3,), dtype=jnp.float16).dtype == jnp.float16  # the upper limit leaves room
     for bad in ((-1,), (2.5,), "ab", None):
         with pytest.raises((TypeError, ValueError), match="shape must be"):
             mechanisms.laplace(key, 1.0, bad) if bad is not None else mechanisms.laplace_noise(key, bad, epsilon=1.0,
