@@ -292,6 +292,11 @@ def histogram(hist, *, integer: bool = True) -> np.ndarray:
     h = np.asarray(hist)
     if h.dtype == object or not (np.issubdtype(h.dtype, np.number) or h.dtype == bool) or np.iscomplexobj(h):
         raise TypeError(f"hist must be real numeric counts, got dtype {h.dtype}.")
+    if h.dtype.kind in "iu" and h.size and h.sum(dtype=np.float64) >= 2**52 and int(h.astype(object).sum()) > 2**53:
+        # the exact sum (in Python integers, only near the limit), before float64
+        # rounds it (found in review: an int64 bin of 2**53 + 1 was rounded to 2**53 and passed, 2**53 + 2 refused)
+        raise ValueError("hist's counts sum beyond 2**53, where float64 rounds neighbouring histograms apart by more "
+                         "than the sensitivity: scale or split them.")
     h = h.astype(np.float64)
     if h.ndim != 1:
         raise ValueError(f"hist must be a 1-D array of bin counts, got shape {h.shape}.")

@@ -88,6 +88,10 @@ def _cut_mask(cuts, n: int) -> np.ndarray:
     [1, n − 1]; repeats are one cut)."""
     cut = np.zeros(n, bool)
     cut[0] = True
+    if isinstance(cuts, (list, tuple)) and cuts and all(isinstance(c, (list, tuple, np.ndarray)) for c in cuts):
+        # found in review: `hpartition`'s segments passed as cuts ended in NumPy's "inhomogeneous shape" message
+        raise ValueError("cuts must be the bin indices where segments start, not segments (lists of bins): for "
+                         "hpartition's output pass [segment[0] for segment in segments[1:]].")
     raw = np.asarray(cuts).reshape(-1)
     if raw.size and (raw.dtype == bool or not np.issubdtype(raw.dtype, np.number) or np.any(raw != np.round(raw))):
         raise ValueError(f"cuts must be integer bin indices, got {cuts!r}.")

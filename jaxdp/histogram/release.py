@@ -43,7 +43,7 @@ def publish(
 
 def clamp(released, *, round_counts: bool = False) -> np.ndarray:
     """Post-processing of a released histogram (a `HistogramResult` or its ``counts``) (free under DP: it reads released values only): counts
-    below 0 become 0, and with `round_counts` every count is rounded to the nearest integer. Batched over
+    below 0 become 0, and with `round_counts` every count is rounded to the nearest integer (halves to the even one, as `np.rint`). Batched over
     leading axes; returns float64.
 
     What it does to accuracy (RESULTS, "Histograms"): on sparse histograms it lowers the mean absolute

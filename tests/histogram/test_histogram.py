@@ -423,6 +423,9 @@ def test_bad_input_is_rejected_with_clear_errors(key):
     for cuts in ([2.7], [True]):  # were truncated to 2 and taken as 1
         with pytest.raises(ValueError, match="integer bin indices"):
             H.release_histogram(key, [1, 2, 3, 4], cuts, epsilon=1.0)
+    h = np.array([5, 3, 0, 7, 2, 2, 9, 1])  # hpartition's segments as cuts: NumPy's "inhomogeneous shape" (review)
+    with pytest.raises(ValueError, match=r"segment\[0\] for segment in segments\[1:\]"):
+        H.release_histogram(key, h, H.hpartition(h, lam=1.0), epsilon=1.0)
 
 
 @pytest.mark.parametrize("method", ["lpa"] + [pytest.param(m, marks=pytest.mark.slow) for m in ("fpa", "efpa", "php")])
@@ -556,6 +559,8 @@ def test_refusals_name_bins_not_values_and_float64_limits_hold(key):
         assert "1234" not in str(err.value) and "41" not in str(err.value)
     with pytest.raises(ValueError, match=r"2\*\*53"):
         H.lpa(key, np.asarray([2.0**60, 1.0]), epsilon=1.0)
+    with pytest.raises(ValueError, match=r"2\*\*53"):  # an integer sum is checked before float64 rounds it (review:
+        H.lpa(key, np.asarray([2**53 + 1], np.int64), epsilon=1.0)  # 2**53 + 1 became 2**53 and passed)
 
 
 @pytest.mark.parametrize("method", ["lpa", "fpa", "spa", "efpa", "php"])
