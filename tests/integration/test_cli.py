@@ -577,8 +577,8 @@ def test_missing_input_fails_fast_without_starting_jax(tmp_path):
 
 def test_sigterm_leaves_no_partial_output(tmp_path):
     src = tmp_path / "big.csv"
-    big = np.random.default_rng(1).uniform(0, 10, (400_000, 3))
-    np.savetxt(src, big, delimiter=",", header="a,b,c", comments="", fmt="%.4f")
+    block = "".join(f"{a:.4f},{b:.4f},{c:.4f}\n" for a, b, c in np.random.default_rng(1).uniform(0, 10, (4_000, 3)))
+    src.write_text("a,b,c\n" + block * 100)  # 400,000 records, a long run to interrupt (np.savetxt took ≈ 2 s)
     out = tmp_path / "out.csv"
     with subprocess.Popen([sys.executable, "-m", "jaxdp", "anonymize", str(src), "-o", str(out), *BOUNDS, "--quiet",
                            "--chunk", "4096"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:  # fmt: skip
