@@ -438,18 +438,19 @@ def test_rows_without_ids_after_a_held_id_frame_at_the_limit_are_fed_as_row_by_r
     assert (bulk.dropped, bulk.closed) == (loop.dropped, loop.closed) == (5, True)
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(60))
 def test_bulk_distinct_feed_equals_the_per_row_feed(seed):
-    """`Planner.feed_distinct` (StreamAnonymizer.push without ids) = `feed` per row, also after pushes with ids."""
+    """`Planner.feed_distinct` (StreamAnonymizer.push without ids) = `feed` per row, also after pushes with ids
+    (seeds 40–59: small limits, often reached while subjects with ids are held for their updates)."""
     from jaxdp.hvc import stream as stream_mod
 
     rng = np.random.default_rng(seed)
     m = int(rng.integers(1, 9))
-    limit = None if seed % 3 == 0 else int(rng.integers(1, 120))
+    limit = None if seed % 3 == 0 and seed < 40 else int(rng.integers(1, 120 if seed < 40 else 20))
     loop, bulk = stream_mod.Planner(m, limit), stream_mod.Planner(m, limit)
     row = 0
     for _ in range(8):
-        count = int(rng.integers(0, 25))
+        count = int(rng.integers(0, 25 if seed < 40 else 6))
         if rng.random() < 0.4:  # a push with subject ids (some repeated): both planners feed per row
             for _ in range(count):
                 subject = ("id", int(rng.integers(0, 6)))
