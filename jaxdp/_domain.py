@@ -5,6 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 
+def epsilon_unfit(epsilon: float, dtype) -> str | None:
+    """Why the float dtype cannot hold the budgets and Laplace scales of a release at `epsilon`, or None (found in
+    review: ε = 1e-320 released NaN; `jaxdp demo --epsilon 1e30` printed inf and nan)."""
+    info = np.finfo(dtype)
+    lo, hi = float(info.tiny) * 2.0**60, float(info.max) * 2.0**-60
+    if lo <= epsilon <= hi:
+        return None
+    return f"epsilon = {epsilon:g} is outside [{lo:.3g}, {hi:.3g}], where {info.dtype} keeps the budgets and noise finite"
+
+
 def unfit(lo, hi, dtype) -> str | None:
     """Why the float dtype cannot compute with the domain [lo, hi], or None: bounds near its largest value (releases
     became inf), widths whose squares, summed over a block of columns, overflow (no block was ever coded), or a

@@ -101,20 +101,15 @@ def bounds(value: Any, d: int | None = None) -> tuple[np.ndarray, np.ndarray]:
             "bounds must be concrete (NumPy or Python numbers), not traced: they are public "
             "configuration. Pass them from outside jit/vmap."
         )
+    # found in review: complex bounds lost their imaginary part with only NumPy's warning, booleans read as widths 1;
+    # a list is looked at element by element (NumPy turns [True, 10] into integers before any dtype shows it)
     try:
-        raw = np.asarray(value) if not isinstance(value, str) else None
+        raw = np.asarray(value, dtype=object if isinstance(value, (list, tuple)) else None)
     except (TypeError, ValueError):  # ragged: refused below
         raw = None
-    # found in review: complex bounds lost their imaginary part with only NumPy's warning, booleans read as widths 1
-    if isinstance(value, (list, tuple)):  # NumPy turns [True, 10] into integers before any dtype shows it
-        try:
-            raw = np.asarray(value, dtype=object)
-        except (TypeError, ValueError):
-            raw = None
     if raw is not None and (raw.dtype.kind in "bcmM" or raw.dtype.kind == "O" and any(
             isinstance(v, (bool, np.bool_, complex, np.complexfloating)) for v in raw.reshape(-1))):
-        raise TypeError(f"bounds must be real numbers, got {raw.dtype if raw.dtype.kind != 'O' else 'boolean or complex'}"
-                        " values.")
+        raise TypeError("bounds must be real numbers, got booleans, complex numbers, dates or times.")
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as err:

@@ -95,14 +95,13 @@ def demo(args: argparse.Namespace) -> int:
         raise InputError(f"--n must be in [1, {data.shape[0]}], got {n}.")
     if not (np.isfinite(eps) and eps > 0):
         raise InputError(f"--epsilon must be a finite number > 0, got {eps}.")
-    info = np.finfo(np.float32)  # the range `anonymize` takes (found in review: 1e30 printed inf and nan ratios)
-    if not float(info.tiny) * 2.0**60 <= eps <= float(info.max) * 2.0**-60:
-        raise InputError(f"--epsilon = {eps:g} is outside [{float(info.tiny) * 2.0**60:.3g}, "
-                         f"{float(info.max) * 2.0**-60:.3g}], where float32 keeps the budgets and noise finite.")
+    from jaxdp._domain import epsilon_unfit, unfit
+
+    reason = epsilon_unfit(eps, np.float32)  # the range `anonymize` takes (found in review: 1e30 printed inf, nan)
+    if reason:
+        raise InputError(f"--{reason}.")
     if args.seed is not None and not 0 <= args.seed <= MAX_SEED:
         raise InputError(f"--seed must be in [0, 2**64), got {args.seed}. Omit --seed for a private release.")
-    from jaxdp._domain import unfit
-
     reason = unfit(np.zeros_like(widths), widths, np.float32)  # (found in review: too narrow or wide: a traceback)
     if reason:
         raise InputError(f"--bounds: {reason}; rescale the widths.")

@@ -81,9 +81,10 @@ def fprime_of(values, fp_of_value) -> np.ndarray:
     KeyError, and `is_fprime_private` with a NaN f′ returned True."""
     if not hasattr(fp_of_value, "__getitem__"):
         raise TypeError(f"fp_of_value must map every SA value to its f′ (a dict), got {type(fp_of_value).__name__}.")
-    if isinstance(fp_of_value, (list, tuple, str, bytes)) or (hasattr(fp_of_value, "shape")
-                                                             and not hasattr(fp_of_value, "keys")):  # NumPy, JAX  # found in review: a list was indexed by the
-        # SA values themselves (codes 1…3 took the f′ of positions 1…3: shifted), or failed on text values
+    # a sequence or array (NumPy, JAX) is indexed by position (found in review: a list was indexed by the SA values
+    # themselves: codes 1…3 took the f′ of positions 1…3, shifted; text values failed)
+    array_like = hasattr(fp_of_value, "shape") and not hasattr(fp_of_value, "keys")  # (a pandas Series has keys)
+    if isinstance(fp_of_value, (list, tuple, str, bytes)) or array_like:
         raise TypeError(f"fp_of_value must map every SA value to its f′ (a dict {{value: f′}}), got a "
                         f"{type(fp_of_value).__name__}, which is indexed by position, not by value: pass "
                         "dict(zip(np.unique(sa), fprimes)).")

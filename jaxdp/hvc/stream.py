@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdp import _host
-from jaxdp._domain import unfit
+from jaxdp._domain import epsilon_unfit, unfit
 from jaxdp.hvc import codec
 from jaxdp.hvc.config import VARIANCE_SHARE, HVCConfig
 from jaxdp.privacy import release_is_private
@@ -897,10 +897,9 @@ def _check_float_range(lo, hi, dtype, epsilon=None):
     """Refuse a domain the codec's float dtype cannot compute with: bounds near its largest value (releases
     became inf) or widths whose squares, summed over a block of columns, overflow (no block was ever coded);
     and an ε outside the range where its budgets and Laplace scales stay finite (ε = 1e-320 released NaN)."""
-    info = np.finfo(dtype)
-    if epsilon is not None and not float(info.tiny) * 2.0**60 <= epsilon <= float(info.max) * 2.0**-60:
-        raise ValueError(f"epsilon = {epsilon:g} is outside [{float(info.tiny) * 2.0**60:.3g}, "
-                         f"{float(info.max) * 2.0**-60:.3g}], where {info.dtype} keeps the budgets and noise finite.")
+    reason = None if epsilon is None else epsilon_unfit(epsilon, dtype)
+    if reason:
+        raise ValueError(f"{reason}.")
     reason = unfit(lo, hi, dtype)  # (`jaxdp._domain`: the CLI makes the same check before JAX starts)
     if reason:
         raise ValueError(f'{reason}: rescale the data, or use noise="float64".')
