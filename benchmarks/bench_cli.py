@@ -6,7 +6,7 @@ Generates a stream of `--rows` × 13 records by resampling the bundled Census re
 fixed constants) and a reproducible seed (timing only). Reports wall time including JAX start-up and
 compilation, and the CLI's own records/s (reading, coding, writing).
 
-Usage: python benchmarks/bench_cli.py [--rows 10000000] [--workdir /tmp/jaxdp-bench] [--formats csv,parquet]
+Usage: python benchmarks/bench_cli.py [--rows 10000000] [--workdir DIR (default: jaxdp-bench in the temporary directory)] [--formats csv,parquet]
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import platform
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -54,7 +55,7 @@ def run_cli(src: str, out: str, bounds: str, chunk: int) -> dict:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--workdir", default="/tmp/jaxdp-bench")
+    parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "jaxdp-bench"))
     parser.add_argument("--formats", default="csv,parquet")
     parser.add_argument("--chunk", type=int, default=131_072)
     args = parser.parse_args()

@@ -69,6 +69,9 @@ def released_inputs(result, records) -> np.ndarray:
       ValueError: `records` does not fit the result (found in review: the streams of `anonymize_streams` were
         indexed along the stream axis, and one stream was compared with every stream's release).
     """
+    if not (hasattr(result, "records") and hasattr(result, "index")):  # found in review: an AttributeError
+        raise TypeError(f"result must be a jaxdp Result (of anonymize, anonymize_streams or a baseline), got "
+                        f"{type(result).__name__}: pass the result first, then the raw records it was made from.")
     x = np.asarray(records, np.float64)
     released = np.asarray(result.records)
     index = np.asarray(result.index)

@@ -25,7 +25,8 @@ conditions hold", not "pure ε-DP bit for bit".
 
 What the guarantee assumes public (it protects the *values* of the records, not these): the number
 of records, their arrival order, subject ids and hence who updated a record within a buffer
-(``index``, ``delay``, ``frame``, ``superseded``, ``dropped`` reveal them), the configuration and
+(``index``, ``delay``, ``frame``, ``superseded``, ``dropped``, ``capped`` reveal them: ``capped`` counts the rows of
+subjects past the public `records_per_subject`), the configuration and
 the domain bounds. Running R repetitions and publishing all of them spends R·ε.
 """
 

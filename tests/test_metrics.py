@@ -183,3 +183,13 @@ def test_a_result_is_refused_with_the_call_to_make_and_one_record_has_no_correla
 
     t = x.view(Table)
     assert metrics.correlation_error(t, t) == 0.0  # not taken for a result (review of the check)
+
+
+def test_curator_diagnostics_refuse_an_array_in_place_of_the_result():
+    """Found in review: `curator_diagnostics(array, records)` ended in an AttributeError ('records')."""
+    from jaxdp.diagnostics import curator_diagnostics, released_inputs
+
+    x = np.zeros((4, 2))
+    for fn in (curator_diagnostics, released_inputs):
+        with pytest.raises(TypeError, match="pass the result first"):
+            fn(x, x)

@@ -322,6 +322,11 @@ def multi_size_bucketing(sa, fp_of_value, *, m_min: int | None = None, m_max: in
 
     Returns:
       `Bucketing` with every record in exactly one bucket.
+
+    Raises:
+      ValueError: no two-size setting splits the table and its N records are not themselves a size in [M, M′] (found
+        in review: the one bucket of all N records was returned whatever M and M′ asked; `two_size` and `optimal`
+        refuse there).
     """
     values, o = value_counts(sa)
     fp = fprime_of(values, fp_of_value)
@@ -345,6 +350,10 @@ def multi_size_bucketing(sa, fp_of_value, *, m_min: int | None = None, m_max: in
                 continue
             nd[3] = [[n_j, s_j, b_j, None] for s_j, b_j, n_j in _two_size_classes(nd[0], fp, res) if b_j > 0]
             level += [c for c in nd[3] if (c[1], c[2]) != (nd[1], nd[2])]  # the same class again: a leaf
+
+    if root[3] is None and not m_min <= root[1] <= m_max:
+        raise ValueError(f"no valid two-size setting with bucket sizes in [M = {m_min}, M′ = {m_max}] splits the table, and "
+                         "one bucket of all its records is outside that range; raise M′ (or lower M).")
 
     def leaves(nd):
         return [(nd[1], nd[2], nd[0])] if nd[3] is None else [c for ch in nd[3] for c in leaves(ch)]

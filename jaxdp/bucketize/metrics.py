@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdp import _validate, mechanisms
+from jaxdp.bucketize.validity import _bucket_array
 
 __all__ = ['loss', 'mse', 'relative_error', 'inference_moments', 'simulate_inference']
 
@@ -31,7 +32,7 @@ def mse(bucket) -> float:
 
 
 def _check_bucket(bucket) -> np.ndarray:
-    b = np.asarray(bucket)
+    b = _bucket_array(bucket)
     if b.ndim != 1 or b.size == 0 or not np.issubdtype(b.dtype, np.integer) or b.min() < 0:
         raise ValueError("bucket must be a non-empty 1-D array of non-negative integer bucket ids.")  # ([] was a
     return b  # dtype-cast TypeError, found in review)
@@ -47,7 +48,7 @@ def relative_error(qi, sa, bucket, *, queries: int = 1000, selectivity: float = 
     """
     qi = np.asarray(qi)
     sa = np.asarray(sa)
-    bucket = np.asarray(bucket)
+    bucket = _bucket_array(bucket)
     # found in review: mismatched lengths, 1-D qi, queries ≤ 0 or 2.5, selectivity 0, 2 or NaN ended in NumPy's
     # errors or a silent NaN
     if qi.ndim != 2 or sa.ndim != 1 or bucket.ndim != 1 or not qi.shape[0] == sa.size == bucket.size or sa.size == 0 \
@@ -96,21 +97,31 @@ def inference_moments(x: float, y: float, *, epsilon: float) -> tuple[float, flo
     """The differential inference theorem (Theorem 2): with X = x + Lap(b), Y = y + Lap(b), b = 1/ε,
     ``E[Y/X] ≈ (y/x)(1 + 2b²/x²)`` and ``var[Y/X] ≈ (2b²/x²)(1 + (y/x)²)`` (second-order Taylor)."""
     _validate.positive_scalar("epsilon", epsilon)
-    def real(name, v) -> float:  # found in review: x = 0 ended in a ZeroDivisionError, NaN passed silently
-        number = not isinstance(v, (bool, np.bool_)) and np.ndim(v) == 0 and (
-            np.asarray(v).dtype.kind in "iuf" or isinstance(v, numbers.Rational))
-        if not (number and np.isfinite(float(v))):  # the message names the type, never the (true) value
-            raise ValueError(f"{name} must be a finite real number (a true count), got a {type(v).__name__}.")
-        return float(v)
-
-    x, y = real("x", x), real("y", y)
+    x, y = _true_count("x", x), _true_count("y", y)
     if x == 0:
         raise ValueError("x must be non-zero: the theorem's expansion is in b/x (a count of 0 has no ratio Y/X).")
-    if x < 0 or y < 0:  # found in review: a negative "true count" gave moments of nothing real
-        raise ValueError("x and y are true counts: they must be >= 0.")
     b = 1.0 / epsilon
     r = y / x
-    return r * (1 + 2 * b * b / (x * x)), 2 * b * b / (x * x) * (1 + r * r)
+    with np.errstate(over="ignore"):  # found in review: x = 1e-200 ended in a ZeroDivisionError (x·x underflowed)
+        q = np.float64(b) / np.float64(x)
+        q2 = q * q
+        moments = float(r * (1 + 2 * q2)), float(2 * q2 * (1 + r * r))
+    if not all(np.isfinite(moments)):
+        raise ValueError("the moments overflow float64 for this epsilon and these counts (b/x or y/x beyond ≈ 1e154): "
+                         "the expansion in b/x says nothing there; raise epsilon.")
+    return moments
+
+
+def _true_count(name, v) -> float:
+    """A true count of Theorem 2: a finite real number >= 0 (found in review: x = 0 ended in a ZeroDivisionError, NaN
+    passed silently, a negative count gave moments of nothing real; `simulate_inference` took NaN and -1)."""
+    number = not isinstance(v, (bool, np.bool_)) and np.ndim(v) == 0 and (
+        np.asarray(v).dtype.kind in "iuf" or isinstance(v, numbers.Rational))
+    if not (number and np.isfinite(float(v))):  # the message names the type, never the (true) value
+        raise ValueError(f"{name} must be a finite real number (a true count), got a {type(v).__name__}.")
+    if float(v) < 0:
+        raise ValueError("x and y are true counts: they must be >= 0.")
+    return float(v)
 
 
 def simulate_inference(key: jax.Array, x: float, y: float, *, epsilon: float, trials: int = 100_000):
@@ -120,6 +131,7 @@ def simulate_inference(key: jax.Array, x: float, y: float, *, epsilon: float, tr
     _validate.positive_scalar("epsilon", epsilon)
     # found in review: trials = −3 ended in JAX's TypeError (the cap: the draws are held in memory at once)
     trials = _validate.size("trials", trials, hi=_validate.MAX_GENERATED, why="the draws are held in memory at once.")
+    x, y = _true_count("x", x), _true_count("y", y)
     k1, k2 = jax.random.split(key)
     nx = np.asarray(mechanisms.laplace_noise(k1, (trials,), epsilon=epsilon, sensitivity=1.0, dtype=jnp.float32), np.float64)
     ny = np.asarray(mechanisms.laplace_noise(k2, (trials,), epsilon=epsilon, sensitivity=1.0, dtype=jnp.float32), np.float64)

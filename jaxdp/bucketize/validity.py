@@ -18,6 +18,14 @@ _TOL = 1e-9  # for M = ⌈1/f′⌉ only (1/0.2 = 5.000000000000001 must give 5)
 _ULPS = 1.0 + 2.0**-50  # a few ulps of relative slack: f′·S computed in floating point may fall an ulp short
 
 
+def _bucket_array(bucket) -> np.ndarray:
+    """`bucket` as an array of bucket ids; a `Bucketing` (a named tuple of ids, setting and f′) is refused with the
+    attribute to pass (found in review: it ended in NumPy's "inhomogeneous shape" error)."""
+    if isinstance(bucket, tuple) and hasattr(bucket, "bucket") and hasattr(bucket, "setting"):
+        raise TypeError("bucket must be the bucket id of every record [N]: pass `bucketing.bucket`, not the Bucketing.")
+    return np.asarray(bucket)
+
+
 def _floor(x):
     """⌊x⌋ for x = f′·S computed in float64, forgiving a few ulps of rounding (0.29·100 = 28.999999999999996 → 29).
     Found in review: an absolute 10⁻⁹ slack let ⌊(0.29 − 5·10⁻¹²)·100⌋ count as 29, so a bucketing broke f′ and
@@ -180,6 +188,7 @@ def round_robin(record_values, b: int) -> np.ndarray:
     Returns: bucket index per record ``[N]``.
     """
     v = np.asarray(record_values)
+    b = _validate.size("b", b)  # found in review: b = 0 gave bucket 0 for every record and a RuntimeWarning
     order = np.argsort(v, kind="stable")
     out = np.empty(v.size, np.int64)
     out[order] = np.arange(v.size) % b
@@ -234,7 +243,7 @@ def is_fprime_private(sa, bucket, fp_of_value) -> bool:
       True iff every bucket meets every value's f′.
     """
     sa = np.asarray(sa)
-    bucket = np.asarray(bucket)
+    bucket = _bucket_array(bucket)
     if bucket.shape != sa.shape:
         raise ValueError(f"bucket must give one bucket id per record: shape {bucket.shape} for sa of shape {sa.shape}.")
     values, _ = value_counts(sa)

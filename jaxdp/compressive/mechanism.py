@@ -127,6 +127,12 @@ def _select_s(key, x, eps_sel, eps_noise, c2, c4, c5, s_max, noise="float"):
 
 def measurements(n: int, s: int, c_k: float) -> int:
     """k = ⌈c_k·S·log(n/S)⌉ clipped to [1, n]."""
+    n, s = _validate.size("n", n), _validate.size("s", s)  # found in review: S = 0 ended in a ZeroDivisionError
+    if s > n:
+        raise ValueError(f"s = {s} exceeds n = {n}.")
+    if isinstance(c_k, bool) or not isinstance(c_k, (int, float, np.integer, np.floating)) or not (
+            math.isfinite(c_k) and c_k > 0):
+        raise ValueError(f"c_k must be a finite number > 0, got {c_k!r}.")
     return int(min(n, max(1, math.ceil(c_k * s * math.log(n / s))))) if s < n else n
 
 
@@ -193,6 +199,9 @@ def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig 
     _validate.key(key)
     if key.ndim > 1:
         raise ValueError(f"key must be one typed key or a 1-D key array [R], got shape {key.shape}.")
+    if not _validate.is_concrete(key):  # found in review: under jax.vmap this ended in TracerArrayConversionError
+        raise TypeError("compressive runs eagerly (S is drawn, then k samples of that size are taken): for R releases "
+                        "pass a key array [R] (jax.random.split(key, R)) instead of jax.vmap, and call it outside jax.jit.")
     _validate.positive_scalar("epsilon", epsilon)
     noise = mechanisms.check_noise(noise)
     v = _check_vector(d)
@@ -200,6 +209,9 @@ def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig 
         # the samples ΦD round in proportion to ‖D‖₁ (`_validate.ROUNDED_TOTAL_LIMIT`; found in review: they moved
         # by 10.17 against √k = 10 near ‖D‖₁ = 2⁵³)
         _validate.rounded_total(float(np.sum(np.abs(v))) / float(config.l1_sensitivity), "d's L1 norm over Δ")
+        with mechanisms.precision(noise):
+            _check_recovery_range(v.size, float(epsilon), config, sparsity, k, float(np.sum(np.abs(v))),
+                                  np.dtype(_validate.float_dtype()))
     if noise == "grid":
         _check_grid_every_k(v.size, float(epsilon), config, sparsity, k, float(np.sum(np.abs(v))))
     with mechanisms.precision(noise):
@@ -208,15 +220,40 @@ def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig 
         return _compressive_public(key, d, epsilon, config, sparsity, k, noise)
 
 
-def _check_grid_every_k(n, epsilon, config, sparsity, k, l1):
-    """noise="grid": check the noise-to-grid ratio of every k the release may use *before* S is drawn (a check
-    after the private choice of S spent ε_sel first and made retries a rejection sampler over S)."""
+def _candidate_ks(n, epsilon, config, sparsity, k):
+    """(every k the release may use, ε_n): all S up to `max_sparsity` when S is drawn privately, else the public S."""
     if sparsity is None:
         candidates, eps_noise = range(1, max_sparsity(n, config.c_k) + 1), epsilon * (1 - config.select_fraction)
     else:
-        candidates, eps_noise = [int(sparsity)], epsilon
+        candidates, eps_noise = ([int(sparsity)] if 1 <= sparsity <= n else []), epsilon  # (else refused later)
     ks = np.unique([int(k) if k is not None else measurements(n, s_, config.c_k) for s_ in candidates])
-    ks = ks[(ks >= 1) & (ks <= n)]
+    return ks[(ks >= 1) & (ks <= n)], eps_noise
+
+
+def _check_recovery_range(n, epsilon, config, sparsity, k, l1, dtype):
+    """Refuse a release whose recovery (in the release dtype) would overflow, before anything is drawn: NIHT squares
+    norms of up to k·n terms of the samples' size, |y_i| ≤ ‖D‖₁/√k + the noise (scale √k·Δ/ε_n), with 64 times
+    that as margin (the check `cmco` makes). Found in review: at ε = 1e-20 (or Δ = 1e20) in float32 the squares
+    overflowed and the recovery released exactly zero, reported as private. Names no data value."""
+    if not (isinstance(sparsity, (type(None), int, np.integer)) and isinstance(k, (type(None), int, np.integer))):
+        return  # refused later with its own message
+    ks, eps_noise = _candidate_ks(n, epsilon, config, sparsity, k)
+    if not ks.size:
+        return
+    kmax = float(ks.max())
+    bound = 64.0 * max(math.sqrt(kmax) * float(config.l1_sensitivity) / eps_noise, l1)
+    if not bound * bound * kmax * n <= float(np.finfo(dtype).max):
+        scale = math.sqrt(kmax) * float(config.l1_sensitivity) / eps_noise
+        raise ValueError(f"epsilon or l1_sensitivity (or the data's size) is out of range for the compressive mechanism "
+                         f"in {dtype.name}: its recovery squares sums of the samples, whose noise scale is up to "
+                         f"{scale:.3g}, and would overflow; raise epsilon or scale the data down"
+                         + (' (or use noise="float64").' if dtype.itemsize < 8 else "."))
+
+
+def _check_grid_every_k(n, epsilon, config, sparsity, k, l1):
+    """noise="grid": check the noise-to-grid ratio of every k the release may use *before* S is drawn (a check
+    after the private choice of S spent ε_sel first and made retries a rejection sampler over S)."""
+    ks, eps_noise = _candidate_ks(n, epsilon, config, sparsity, k)
     if ks.size:
         mechanisms.check_grid_ratio(epsilon=eps_noise / config.l1_sensitivity, sensitivity=np.sqrt(ks), coordinates=ks)
         for k_ in ks:  # every sample |Φ_i·D| ≤ ‖D‖₁/√k
@@ -284,6 +321,8 @@ def measure(key_phi: jax.Array, key_noise: jax.Array, d, *, epsilon, k: int, noi
     d = jnp.asarray(d)
     if d.ndim != 1:
         raise ValueError(f"d must be a vector [n], got shape {tuple(d.shape)}.")
+    if _validate.is_concrete(d):  # found in review: an empty d gave Φ [k, 0], a NaN made every sample NaN
+        _check_vector(np.asarray(d), check_l1=False)
     if _validate.is_concrete(key_phi) and _validate.is_concrete(key_noise):
         with jax.ensure_compile_time_eval():  # concrete keys, also inside a trace
             same = np.array_equal(np.asarray(jax.random.key_data(key_phi)), np.asarray(jax.random.key_data(key_noise)))

@@ -143,6 +143,12 @@ def recover(phi, y, *, basis, sparsity, iterations: int = 100, refit: int = 30):
     """
     phi = jnp.asarray(phi)
     n = phi.shape[-1]
+    # found in review: S = 0 ran as S = 1, and a NaN sample gave all zeros, silently (checked where concrete)
+    if _validate.is_concrete(sparsity) and np.ndim(sparsity) == 0:
+        _validate.size("sparsity", int(sparsity) if np.asarray(sparsity).dtype.kind in "iu" else sparsity, hi=n,
+                       why="S counts basis coefficients of the n-vector.")
+    if _validate.is_concrete(y) and not np.all(np.isfinite(np.asarray(y))):
+        raise ValueError("y contains NaN or inf: the samples must be finite.")
     psi_x, psi_t = psi_ops(basis, n, phi.dtype)
     return _recover(phi, jnp.asarray(y, phi.dtype), jnp.asarray(sparsity), psi_x, psi_t, iterations, refit)
 

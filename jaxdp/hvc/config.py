@@ -59,10 +59,12 @@ class HVCConfig:
       reorder_strategy: ``"lagrangian"`` (default), ``"s1"`` or ``"s2"`` (paper Sec. 4.5.1, r = 2).
       history: π, how many past protected blocks the predictor sees (1 … `MAX_HISTORY` = 64).
       modes: prediction modes, a tuple from `jaxdp.hvc.predict.MODES`. The default ``("frame_mean",)``
-        predicts every block from the frame-mean layer (below); the paper's modes are
-        ``predict.PAPER_MODES`` (midpoint, column mean, last record, history mean, inter).
+        predicts every block from the frame-mean layer (below); ``predict.PAPER_MODES`` lists the paper's
+        modes (midpoint, column mean, last record, history mean, inter), of which `HVCConfig.paper` uses four
+        (midpoint, column mean, last record, inter).
       frame_mean_share: the share s of each frame's budget ε_f spent on the frame's noisy column means
-        (one query over the frame's r records, L1 sensitivity ΣΛ/r); the blocks get (1 − s)·ε_f. The
+        (one query per column over the frame's r records, sensitivity Λ_j/r, the means' budget split over the
+        columns ∝ Λ_j^{2/3} as in Theorem 1, after the variance query below); the blocks get (1 − s)·ε_f. The
         noisy means of all frames so far are combined (inverse-variance weights) into a running
         estimate that the ``"frame_mean"`` mode predicts from — post-processing of released values.
         None: 0.5 when ``"frame_mean"`` is a mode, else 0 (no such query). Where blocks may be coded, a part

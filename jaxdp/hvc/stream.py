@@ -912,9 +912,13 @@ def anonymize(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bou
       Each released frame is ε_f-DP with respect to one subject's record (bounded DP inside the
       public domain), ε_f = ε·r/l for a frame of r records; a subject with at most one record per
       frame is protected with ε·(records released)/l ≤ ε over the stream (the paper's argument).
-      Per block, the mode choice (Lemma 5), the (t, σ) choice (Lemma 3) and the Laplace noise
-      (Lemma 1 with Theorem 1 or exact joint accounting) compose sequentially (Theorem 2).
-      Not private when ``bounds="data"`` (``result.private`` is then False). The bounds are assumed public:
+      With the default ``modes=("frame_mean",)`` each frame first spends on the frame-mean layer's queries (a
+      noisy column-variance query, 5 % of ε_f, where blocks may be coded; the noisy column means), and its
+      live blocks spend the rest (`HVCConfig.frame_mean_share`); the queries and the blocks compose
+      sequentially to ε_f (blocks hold distinct subjects: parallel across blocks). Per block, the mode choice
+      (Lemma 5; with one mode there is none), the (t, σ) choice (Lemma 3) and the Laplace noise (Lemma 1 with
+      Theorem 1 or exact joint accounting) compose sequentially (Theorem 2).
+      Not private when ``bounds="data"`` or ``reorder="paper"`` (``result.private`` is then False). The bounds are assumed public:
       fixed without looking at the data.
 
     Args:

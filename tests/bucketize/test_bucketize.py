@@ -692,3 +692,46 @@ def test_fprime_given_as_a_list_is_refused_not_read_by_position():
             B.multi_size_bucketing(sa, fp)
     with pytest.raises(TypeError, match="indexed by position"):
         B.two_size(np.array(["a", "b"] * 10), [0.5, 0.5])
+
+
+def test_multi_size_refuses_a_table_it_cannot_split_into_sizes_in_range():
+    """Found in review: where no two-size setting split the table, MultiSize returned the one bucket of all N records
+    whatever [M, M′] asked (N = 59 for M′ = 21), where `two_size` refuses."""
+    sa = np.repeat(np.arange(20), [3] * 19 + [2])
+    fp = {i: 0.06 for i in range(20)}
+    for table, kw in ((sa, dict(m_min=20, m_max=21)), (np.arange(30), dict(m_min=40, m_max=50))):
+        spec = fp if table is sa else {i: 0.05 for i in range(30)}
+        with pytest.raises(ValueError, match="outside that range; raise M′"):
+            B.multi_size_bucketing(table, spec, **kw)
+        with pytest.raises(ValueError, match="no valid two-size setting"):
+            B.two_size(table, spec, **kw)
+    assert B.multi_size_bucketing(np.arange(30), {i: 0.05 for i in range(30)}, m_min=20, m_max=50).setting == ((30, 1),)
+    bk = B.multi_size_bucketing(sa, fp)  # the default range splits it
+    assert all(17 <= s <= 50 for s, _ in bk.setting) and B.is_fprime_private(sa, bk.bucket, fp)  # M = ⌈1/0.06⌉
+
+
+def test_bucket_metrics_name_the_attribute_to_pass_and_counts_are_checked(key):
+    """Found in review: a `Bucketing` given where its ids are meant ended in NumPy's "inhomogeneous shape" error; RRA
+    with b = 0 put every record in bucket 0 with a RuntimeWarning; `inference_moments` at x = 1e-200 ended in a
+    ZeroDivisionError; `simulate_inference` took NaN and negative counts."""
+    qi, sa = B.synthetic_table(7, n=200, m=14)
+    vals, o = B.value_counts(sa)
+    fp = dict(zip(vals, B.fprime_linear(o / o.sum(), theta=8)))
+    bk = B.multi_size_bucketing(sa, fp)
+    for call in (lambda b: B.loss(b), lambda b: B.mse(b), lambda b: B.relative_error(qi, sa, b, queries=5),
+                 lambda b: B.is_fprime_private(sa, b, fp)):
+        with pytest.raises(TypeError, match="pass `bucketing.bucket`"):
+            call(bk)
+        call(bk.bucket)
+    with pytest.raises(ValueError, match="b must be"):
+        B.round_robin([0, 1], 0)
+    np.testing.assert_array_equal(B.round_robin([1, 0, 1], 2), [1, 0, 0])
+    for x, y in ((1e-200, 1e200), (1e-300, 5.0)):
+        with pytest.raises(ValueError, match="overflow float64"):
+            B.inference_moments(x, y, epsilon=1.0)
+    np.testing.assert_allclose(B.inference_moments(3, 5, epsilon=1.0), (5 / 3 * (1 + 2 / 9), 2 / 9 * (1 + 25 / 9)))
+    for x in (np.nan, -1.0, np.inf):
+        with pytest.raises(ValueError, match="true count"):
+            B.simulate_inference(key, x, 5.0, epsilon=1.0, trials=3)
+        with pytest.raises(ValueError, match="true count"):
+            B.simulate_inference(key, 5.0, x, epsilon=1.0, trials=3)

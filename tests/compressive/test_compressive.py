@@ -726,3 +726,42 @@ def test_counters_refuse_settings_their_release_dtype_cannot_hold(key):
     assert np.all(np.isfinite(np.asarray(out))) and np.any(np.asarray(out) != 0)
     with pytest.raises(ValueError, match="k must be at most"):
         C.cmco(key, d, epsilon=1.0, k=10**9, sparsity=2, times=[8])
+
+
+def test_compressive_refuses_settings_whose_recovery_would_overflow(key):
+    """Found in review: at ε = 1e-20 (or Δ = 1e20) in float32, and ε = 1e-160 with float64 noise, the recovery's
+    squares overflowed and `compressive` released exactly zero, reported as private (`cmco` already refused)."""
+    d = np.arange(16.0)
+    for kw in (dict(epsilon=1e-20), dict(epsilon=1e-160, noise="float64"),
+               dict(epsilon=1.0, config=C.CompressiveConfig(l1_sensitivity=1e20)),
+               dict(epsilon=1e-20, sparsity=2)):
+        with pytest.raises(ValueError, match="would overflow"):
+            C.compressive(key, d, **kw)
+    for eps in (1e-12, 1.0):  # in range: noise, not zeros
+        out = np.asarray(C.compressive(key, d, epsilon=eps).release)
+        assert np.all(np.isfinite(out)) and np.abs(out).max() > 0
+
+
+def test_compressive_helpers_check_concrete_input(key):
+    """Found in review: `compressive` under `jax.vmap` ended in TracerArrayConversionError; `measurements` with S = 0 in
+    a ZeroDivisionError; `measure` took an empty or NaN vector, `recover` a NaN sample (all zeros) and S = 0 (run as
+    S = 1), silently."""
+    d = np.arange(16.0)
+    with pytest.raises(TypeError, match="pass a key array"):
+        jax.vmap(lambda kk: C.compressive(kk, d, epsilon=1.0).release)(jax.random.split(key, 2))
+    for args, match in (((4, 0, 4.0), "s must be >= 1"), ((4, 5, 4.0), "exceeds n"), ((4, 2, 0.0), "c_k")):
+        with pytest.raises(ValueError, match=match):
+            C.measurements(*args)
+    assert C.measurements(4096, 8, 4.0) == math.ceil(4 * 8 * math.log(512))
+    k1, k2 = jax.random.split(key)
+    for bad, match in ((np.zeros(0), "empty"), (np.r_[np.nan, d], "NaN")):
+        with pytest.raises(ValueError, match=match):
+            C.measure(k1, k2, bad, epsilon=1.0, k=4)
+    phi = C.projection(k1, 8, 16)
+    with pytest.raises(ValueError, match="NaN or inf"):
+        C.recover(phi, np.r_[np.nan, np.ones(7)], basis="haar", sparsity=2)
+    for s in (0, 17):
+        with pytest.raises(ValueError, match="sparsity"):
+            C.recover(phi, np.ones(8), basis="haar", sparsity=s)
+    traced = jax.jit(lambda y, s: C.recover(phi, y, basis="haar", sparsity=s))(np.ones(8), 2)  # traced: unchecked
+    np.testing.assert_allclose(traced, C.recover(phi, np.ones(8), basis="haar", sparsity=2), rtol=1e-5, atol=1e-6)
