@@ -95,3 +95,40 @@ def test_baselines_follow_the_configs_precision_and_refuse_frames_whose_noise_ov
             fn(key, x, jaxdp.HVCConfig(2, 2, records_per_subject=10**45), epsilon=1.0, bounds=[1.0, 1.0])
     with pytest.raises(ValueError, match="key array is empty"):
         jaxdp.pln(jax.random.split(key, 0), x, cfg64, epsilon=1.0, bounds=[1.0, 1.0])
+
+
+@pytest.mark.parametrize("release", ["frame_mean", "microaggregate"])
+def test_baselines_noise_has_the_l1_scale_of_each_group_in_every_column(key, release, x64):
+    """Each frame's (group's) column means get Lap(ΣΛ/(g·ε_f)) — the L1 sensitivity over all d columns, g that
+    frame's (group's) own size. Found in an audit of the tests: the checks used d = 1 and equal sizes, so ΣΛ
+    replaced by max Λ, or every group given the largest group's size, passed. Constant records at the domain's
+    centre, ε_f large enough that clipping has probability < e⁻⁶⁰: the noise standardized by the stated scale is
+    Lap(1) (KS, α = 10⁻⁴), and standardized by 1.2× the scale it is not (the test's power)."""
+    import scipy.stats
+
+    width = np.array([1.0, 2.0, 5.0])  # ΣΛ = 8, max Λ = 5
+    cfg = jaxdp.HVCConfig(4, 3, records_per_subject=1)
+    eps, mid = 1e4, width / 2
+    data = np.tile(mid, (40, 1))
+    keys = jax.random.split(key, 1200)
+    fn = functools.partial(jaxdp.microaggregate, group=3) if release == "microaggregate" else jaxdp.frame_mean
+    res = fn(keys, data, cfg, epsilon=eps, bounds=np.stack([0 * width, width]))
+    out, frame = np.asarray(res.records) - mid, np.asarray(res.frame)
+    starts = np.flatnonzero(np.r_[True, np.diff(frame) != 0])
+    frame_sizes = np.diff(np.r_[starts, frame.size]).astype(np.float64)
+    assert frame_sizes.size >= 2 and np.unique(frame_sizes).size >= 2  # frames of unequal sizes (12, 8, 12, 8 here)
+    if release == "microaggregate":  # groups of 3 within each frame, the last one shorter
+        firsts = np.concatenate([np.arange(a, a + int(r), 3) for a, r in zip(starts, frame_sizes)])
+        sizes = np.minimum(3.0, np.diff(np.r_[firsts, frame.size]))
+        assert np.unique(sizes).size >= 2  # short last groups
+        noise = out[:, firsts, :]  # [R, G, d]
+    else:  # the running mean of frame f, un-averaged: each frame's own noisy mean (weights (g·ε)²)
+        running, sizes = out[:, starts, :], frame_sizes
+        w = np.cumsum(sizes**2)
+        noise = np.empty_like(running)
+        noise[:, 0] = running[:, 0]
+        for f in range(1, sizes.size):
+            noise[:, f] = (running[:, f] * w[f] - running[:, f - 1] * w[f - 1]) / sizes[f] ** 2
+    z = (noise / (8.0 / (sizes[None, :, None] * eps))).reshape(-1)
+    assert scipy.stats.kstest(z, scipy.stats.laplace.cdf).pvalue > 1e-4
+    assert scipy.stats.kstest(z / 1.2, scipy.stats.laplace.cdf).pvalue < 1e-4
