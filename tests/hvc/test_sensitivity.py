@@ -131,6 +131,15 @@ def test_lemma5_holds_for_clipped_predictions_and_fails_without(x64):
             worst_out = max(worst_out, abs(kappa(x, outside) - kappa(y, outside)))
     assert worst_in <= bound
     assert worst_out > bound  # DESIGN note 2: unclipped predictions break Lemma 5
+    # the codec's mode choice uses this bound (found in an audit of the tests: the mode-choice audit wrote Δ = 1 for
+    # one column itself, so the codec's ‖Λ‖² replaced by max Λ² passed every test)
+    from jaxdp import HVCConfig
+    from jaxdp.hvc import codec
+
+    lo2 = np.array([-1.0, 0.5, 2.0])
+    prm = codec.params(HVCConfig(4, 3, modes=("midpoint", "inter")), lo2, lo2 + hi, np.float64)
+    assert float(prm.mode_sensitivity) == pytest.approx(sensitivity.mode_score_sensitivity(np.stack([lo2, lo2 + hi])))
+    assert float(prm.mode_sensitivity) == pytest.approx(14.0)
 
 
 @pytest.mark.parametrize("kind", ["dct", "dst", "dht"])

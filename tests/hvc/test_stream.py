@@ -1119,3 +1119,36 @@ def test_grid_frames_whose_means_budget_the_sampler_cannot_take_are_refused(key)
     with pytest.raises(ValueError, match="below 1"):
         jaxdp.anonymize(key, np.full((12, 1), 0.5), cfg, epsilon=400.0, bounds=([0.0], [1.0]))
     jaxdp.anonymize(key, np.full((12, 1), 0.5), cfg, epsilon=150.0, bounds=([0.0], [1.0]))  # within range: runs
+
+
+def test_frame_mean_layer_queries_have_their_stated_sensitivities_and_distinct_keys(key, monkeypatch):
+    """Every noise draw of the frame-mean layer goes through `mechanisms.laplace_mechanism`; recorded there (a host
+    callback in a fresh trace): the variance query has L1 sensitivity ΣΛ²/r_f in every column, the mean queries
+    Λ_j/r_f, and no two queries of any frame share a key. Found in an audit of the tests: the variance query's ΣΛ²
+    replaced by max Λ², and one key stream shared by the variance and the mean queries, passed every test."""
+    from jaxdp import mechanisms
+
+    calls, real = [], mechanisms.laplace_mechanism
+
+    def recording(k, x, *, epsilon, sensitivity, noise="float", coordinates=None):
+        jax.debug.callback(lambda kd, s: calls.append((tuple(np.asarray(kd).ravel()), np.asarray(s, np.float64))),
+                           jax.random.key_data(k), jnp.broadcast_to(jnp.asarray(sensitivity), jnp.shape(x)))
+        return real(k, x, epsilon=epsilon, sensitivity=sensitivity, noise=noise, coordinates=coordinates)
+
+    width = np.array([1.0, 2.0, 5.0])
+    data = np.random.default_rng(0).uniform(0, width, (40, 3))
+    monkeypatch.setattr(mechanisms, "laplace_mechanism", recording)
+    jax.clear_caches()  # trace afresh, through the recording mechanism
+    try:
+        res = jaxdp.anonymize(key, data, jaxdp.HVCConfig(4, 3, records_per_subject=1), epsilon=1e4,
+                              bounds=np.stack([0 * width, width]))
+    finally:
+        monkeypatch.undo()
+        jax.clear_caches()  # no later test may reuse the recording trace
+    sizes = np.bincount(res.frame).astype(np.float64)  # 12, 12, 12, 4
+    real_rows = [(kd, s) for kd, s in calls if not np.all(s == 1.0)]  # (rows padding F to a power of two: Δ = 1)
+    got = sorted(tuple(np.round(s, 6)) for _, s in real_rows)
+    want = sorted([tuple(np.round(np.full(3, np.sum(width**2)) / r, 6)) for r in sizes]
+                  + [tuple(np.round(width / r, 6)) for r in sizes])  # one variance and one mean query per frame
+    assert got == want
+    assert len({kd for kd, _ in calls}) == len(calls)  # every query of every frame its own key
