@@ -150,6 +150,7 @@ def test_lpa_noise_is_laplace(key, x64):
     out = np.asarray(H.lpa(jax.random.split(key, 400), h, epsilon=0.3).counts)
     p = scipy.stats.kstest(((out - h) * 0.3).ravel(), "laplace").pvalue
     assert p > ALPHA
+    assert scipy.stats.kstest(((out - h) * 0.3 / 1.2).ravel(), "laplace").pvalue < ALPHA  # power: 1.2× the scale
 
 
 @pytest.mark.parametrize("accounting", ["paper", "exact"])
@@ -174,6 +175,22 @@ def test_efpa_noise_is_laplace_2_delta_over_eps_on_every_retained_coordinate(key
     assert np.std(odd) > 0.5 * 2 * l1[3] / eps
 
 
+@pytest.mark.parametrize("accounting", ["paper", "exact"])
+def test_public_efpa_noise_uses_the_l1_table_of_its_accounting(key, x64, accounting):
+    """The same through the public `efpa` (the test above calls `efpa_core` with a table it supplies): the retained
+    coordinates' noise standardized by 2·l1[z]/ε, l1 = `dft_sensitivity`(n, norm=1) of the accounting, is Lap(1),
+    and by 1.2× that it is not. Found in an audit of the tests: `efpa` building its table with norm=2 passed."""
+    h = H.synthetic_histogram(4, n=33, kind="smooth", total=3000).astype(np.float64)
+    eps = 0.7
+    l1 = H.dft_sensitivity(33, norm=1, accounting=accounting)
+    res = H.efpa(jax.random.split(key, 3000), h, epsilon=eps, accounting=accounting)
+    c, co = np.asarray(transforms.rdft(jnp.asarray(h))), np.asarray(transforms.rdft(jnp.asarray(res.counts)))
+    z = np.minimum(2 * np.asarray(res.k) - 1, h.size)
+    standardized = np.concatenate([(row[:zz] - c[:zz]) * eps / (2 * l1[zz]) for row, zz in zip(co, z)])
+    assert scipy.stats.kstest(standardized, "laplace").pvalue > ALPHA
+    assert scipy.stats.kstest(standardized / 1.2, "laplace").pvalue < ALPHA
+
+
 def test_efpa_choice_of_k_follows_the_exponential_mechanism(key, x64):
     h = H.synthetic_histogram(5, n=15, kind="step", total=400).astype(np.float64)
     eps = 1.0
@@ -188,6 +205,7 @@ def test_efpa_choice_of_k_follows_the_exponential_mechanism(key, x64):
     mask = exp > 0
     p = scipy.stats.chisquare(obs[mask], exp[mask] * obs[mask].sum() / exp[mask].sum()).pvalue
     assert p > ALPHA
+    assert _chi2_pvalue(ks, scipy.special.softmax(-eps * scores / 2)) < ALPHA  # power: the factor 2 forgotten
 
 
 def _chi2_pvalue(ks, probs):
