@@ -260,6 +260,17 @@ def test_streaming_tree_counter_equals_batch_and_holds_only_noisy_state(key, x64
     # every register that has opened carries its own noise: none equals a raw partial sum of the inputs
     sums = {float(stream[a:b].sum()) for a in range(21) for b in range(a, 21)}
     assert not any(float(r) in sums for r in np.asarray(regs).ravel() if r != 0)
+    # ... of the register's scale (L + 1)·Δ/ε (found in an audit of the tests: the check above passes with noise of
+    # any scale, however tiny): with the same key, the noise is the same standard draws scaled, so the registers
+    # less those of a near-noiseless counter (ε = 10¹⁰), over the public scale, are standard Laplace draws
+    exact = C.TreeCounter(key, epsilon=1e10, horizon=32)
+    for v in stream:
+        exact.push(v)
+    both = [np.concatenate([np.asarray(a).ravel() for a in c.state]) for c in (counter, exact)]
+    opened = both[1] != 0
+    draws = (both[0] - both[1])[opened] / (((32 - 1).bit_length() + 1) * 1.0 / 0.5)  # L = ⌈log₂ T⌉ = 5, Δ = 1
+    assert draws.size >= 6 and np.all(np.abs(draws) > 0)
+    assert 0.2 < np.mean(np.abs(draws)) < 5.0  # E|Lap(1)| = 1; tiny or inflated noise fails
     with pytest.raises(ValueError, match="horizon"):
         c = C.TreeCounter(key, epsilon=1.0, horizon=1)
         c.push(1.0)
