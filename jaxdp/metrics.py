@@ -46,6 +46,13 @@ __all__ = [
 
 
 def _pair(y, x):
+    def table(name, v, dtype=None):  # found in review: pandas' NA, None and ragged rows ended in NumPy's float() or
+        try:  # inhomogeneous-shape errors
+            return np.asarray(v, dtype)
+        except (TypeError, ValueError):
+            raise ValueError(f"the {name} must be a rectangular table of numbers (records x columns) without missing "
+                             "values: fill or drop them first (for pandas, df.to_numpy(dtype=float)).") from None
+
     for name, v in (("release", y), ("original records", x)):
         if type(v).__module__.startswith("jaxdp.") and hasattr(v, "records"):  # found in review: NumPy's "float()
             # argument … 'Result'" (a jaxdp result type, not any table with a column named "records")
@@ -56,12 +63,11 @@ def _pair(y, x):
         if np.ma.isMaskedArray(v):
             raise TypeError(f"the {name} are a masked array: its masked values would be counted; pass the "
                             "records without them (or fill them) as a plain array.")
-        arr = np.asarray(v)
+        arr = table(name, v)
         if arr.dtype == bool or (arr.dtype == object and any(isinstance(e, (bool, np.bool_)) for e in arr.reshape(-1))):
             raise TypeError(f"the {name} are booleans: pass numbers (e.g. .astype(float) if 0/1 is meant).")
         _validate.real_values(v, f"the {name}")
-    y = np.asarray(y, np.float64)
-    x = np.asarray(x, np.float64)
+    y, x = table("release", y, np.float64), table("original records", x, np.float64)
     if x.ndim != 2:
         hint = (" (for a result with an [R, N] index, measure each repetition: result.records[r] against "
                 "x[result.index[r]])") if x.ndim == 3 else ""

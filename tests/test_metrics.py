@@ -193,3 +193,13 @@ def test_curator_diagnostics_refuse_an_array_in_place_of_the_result():
     for fn in (curator_diagnostics, released_inputs):
         with pytest.raises(TypeError, match="pass the result first"):
             fn(x, x)
+
+
+def test_tables_that_are_not_rectangular_numbers_are_refused_with_the_fix():
+    """Found in review: a missing value NumPy cannot cast (pandas' NA, None) or ragged rows ended in NumPy's own
+    float() or inhomogeneous-shape errors."""
+    for bad in ([[1.0, 2.0], [3.0]], np.array([[1.0, object()], [2.0, 3.0]], dtype=object)):  # (pandas' NA: the same)
+        with pytest.raises(ValueError, match="rectangular table of numbers"):
+            metrics.sse(bad, np.ones((2, 2)))
+        with pytest.raises(ValueError, match="rectangular table of numbers"):
+            metrics.sse(np.ones((2, 2)), bad)
