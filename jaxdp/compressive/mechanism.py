@@ -329,9 +329,14 @@ def measure(key_phi: jax.Array, key_noise: jax.Array, d, *, epsilon, k: int, noi
         if same:  # found in review: one key for the public Φ and the noise gives the noise's signs away
             raise ValueError("measure needs two different keys for Φ (public) and the noise: split one key.")
     pm = _signs(key_phi, (k, d.shape[0]), d.dtype)  # Φ = pm/√k: `projection(key_phi, k, n)`
-    y_star = mechanisms.laplace_mechanism(key_noise, _samples(pm, d), epsilon=epsilon, sensitivity=math.sqrt(k),
-                                          noise=noise, coordinates=k)  # every sample moves
-    return pm / jnp.sqrt(jnp.asarray(k, d.dtype)), y_star
+    return pm / jnp.sqrt(jnp.asarray(k, d.dtype)), _noisy_samples(key_noise, pm, d, epsilon, k, noise)
+
+
+def _noisy_samples(key_noise, pm, d, epsilon, k, noise):
+    """y* = ΦD + Lap(√k/ε)^k in the dtype of `d` (pm: Φ's ±1 signs): `measure`'s and `compressive`'s one copy (found
+    in an audit of the tests: `compressive` had its own, where a sensitivity of 1 for √k passed every test)."""
+    return mechanisms.laplace_mechanism(key_noise, _samples(pm, d), epsilon=epsilon, sensitivity=math.sqrt(k),
+                                        noise=noise, coordinates=k)  # every sample moves
 
 
 def _samples(pm, d):
@@ -377,8 +382,7 @@ def _private_part(k_phi, k_noise, v, eps_noise, k, noise, dtype):
 @functools.partial(jax.jit, static_argnums=(4, 5, 6))
 def _measure_jit(k_phi, k_noise, d64, eps, k, noise, dtype):
     pm = _signs(k_phi, (k, d64.shape[0]), dtype)  # exactly ±1; Φ = pm/√k = `projection(k_phi, k, n, dtype)`
-    y_star = mechanisms.laplace_mechanism(k_noise, _samples(pm, d64), epsilon=eps, sensitivity=math.sqrt(k),
-                                          noise=noise, coordinates=k)  # every sample moves; as `measure` in float64
+    y_star = _noisy_samples(k_noise, pm, d64, eps, k, noise)  # as `measure` in float64
     return pm / jnp.sqrt(jnp.asarray(k, dtype)), y_star.astype(dtype)
 
 
