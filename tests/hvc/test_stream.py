@@ -667,6 +667,15 @@ def test_blocks_that_spend_nothing_report_no_choice_of_transform(key):
     for res in out:
         assert np.all(np.asarray(res.info.epsilon) == 0)  # the layer's public rule keeps every block off here
         assert np.all(np.asarray(res.info.kind) == 0) and np.all(np.asarray(res.info.t) == 0)
+        # ... and releases no block's own data: every record of a frame is the frame's base row (found by a mutation
+        # audit: a block released its quantizer's output though charged nothing; with pruning on, as in the test
+        # above, the quantizer keeps t = 0 anyway, so only prune=False shows it)
+        assert np.asarray(res.frame).shape == (n_rows,)  # (the frames are public: one for all repetitions)
+        for r in range(keys.shape[0]):
+            for f in np.unique(res.frame):
+                rows = np.asarray(res.records[r])[np.asarray(res.frame) == f]
+                assert rows.shape[0] > 1
+                np.testing.assert_array_equal(rows, np.broadcast_to(rows[0], rows.shape))
 
 
 @pytest.mark.slow
