@@ -96,6 +96,32 @@ def test_selection_frequencies_match_exact_pmf(key, dtype):
     assert scipy.stats.chisquare(counts, uniform).pvalue < ALPHA
 
 
+@pytest.mark.parametrize("theta", [1.0, 0.5])
+def test_selection_pmf_is_the_softmax_of_the_scores_over_lemma3s_sensitivity(theta, x64):
+    """The PMF of Algorithm 1's choice is ∝ exp(ε_sel·ω_θ/(2·GS(ω_θ))) with ω_1 = −(Laplace + removal error), ω_½ =
+    −(√Laplace + √removal) and GS from Lemma 3 (`sensitivity.score_sensitivity`), written out here from the public
+    tables. Found by a mutation audit: the θ = 1 sensitivity halved passed (the PMF was compared with the sampler
+    only, and both used it)."""
+    from jaxdp.hvc import sensitivity
+
+    rng = np.random.default_rng(4)
+    n, d, width = 3, 2, np.array([10.0, 4.0])
+    x = rng.uniform(0, 1, (n, d)) * width
+    x_hat = np.array([[0.3, 0.9], [0.5, 0.1], [0.2, 0.6]]) * width
+    kw = dict(kinds=("dct", "dht"))
+    total = np.asarray(quantize.mse_table(x, x_hat, width, eps_laplace=1.0, **kw), np.float64)
+    removal = np.asarray(quantize.mse_table(x, x_hat, width, eps_laplace=1e30, **kw), np.float64)  # Laplace term ≈ 0
+    laplace = total - removal
+    score = -total if theta == 1.0 else -(np.sqrt(np.maximum(laplace, 0.0)) + np.sqrt(removal))
+    gs = float(sensitivity.score_sensitivity(theta, n, width, x_hat=x_hat, **kw))
+    z = (4.0 / (2 * gs) * score).reshape(-1)
+    want = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+    got = np.asarray(quantize.selection_probabilities(x, x_hat, width, eps_laplace=1.0, eps_select=4.0, theta=theta,
+                                                      **kw), np.float64).reshape(-1)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-12)
+    assert got.max() < 0.9  # not a degenerate PMF: the scale matters
+
+
 @pytest.mark.parametrize("accounting", ["paper", "joint"])
 def test_noise_on_retained_coefficients_is_laplace_with_theorem1_scales(key, accounting, x64):
     n, d = 4, 3
