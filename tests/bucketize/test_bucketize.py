@@ -551,6 +551,25 @@ def test_published_tables_do_not_link_records_to_values_through_their_order(key)
         assert B.is_fprime_private(sa[t.row], t.bucket, fp)
 
 
+def test_fake_values_sit_anywhere_in_their_buckets_st_rows(key):
+    """Each bucket's ST rows are shuffled, so its σ = 1 fake value sits at any of its m positions: over 60 keys and
+    every bucket the fakes in the last position number n·p̄ (p̄ = the mean of 1/m; ±5 binomial s.d.). Found by a
+    mutation audit: ST rows left in order (every fake last, behind the bucket's real values) passed."""
+    codes = ["flu", "hiv", "cold", "cancer", "asthma", "gout"]
+    sa = np.array([codes[i % 6] for i in range(60)], dtype=object)
+    bk = B.multi_size_bucketing(sa, {c: 0.5 for c in codes})
+    last, p = [], []
+    for k in jax.random.split(key, 60):
+        t = B.publish(k, np.zeros((60, 1)), sa, bk, fake=1)
+        for g in np.unique(t.st_bucket):
+            fake = t.is_fake[t.st_bucket == g]
+            assert fake.sum() == 1
+            last.append(bool(fake[-1]))
+            p.append(1.0 / fake.size)
+    n, p_bar = len(last), float(np.mean(p))
+    assert abs(sum(last) - n * p_bar) < 5 * np.sqrt(n * p_bar * (1 - p_bar)), (sum(last), n * p_bar)
+
+
 def test_mixed_kinds_of_sa_values_and_rounding_slack_cannot_break_fprime():
     """Found in review: (1) NumPy turned [1, "1", …] into strings, so the int 1 took the f′ of "1" and a bucketing that
     broke int 1's f′ passed `is_fprime_private` too; (2) an absolute 10⁻⁹ slack let an f′ just below a value's
