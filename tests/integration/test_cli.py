@@ -452,8 +452,12 @@ def test_parquet_and_arrow_in_and_out_keep_names_types_and_ids(tmp_path, capsys)
         assert got.schema.field("a").type == pa.float64() and got.schema.field("c").type == pa.float32()
         assert set(got.column("uid").to_pylist()) <= set(range(50))
     assert cli.main(["anonymize", str(tmp_path / "in.parquet"), "-o", str(tmp_path / "o64.parquet"), "--ids-column",
-                     "uid", *BOUNDS, "--quiet", "--noise", "float64"]) == 0  # fmt: skip
+                     "uid", *BOUNDS, "--quiet", "--noise", "float64", "--report", str(tmp_path / "r64.json")]) == 0  # fmt: skip
     assert pq.read_table(tmp_path / "o64.parquet").schema.types[1:] == [pa.float64()] * 3  # never narrowed
+    # float64 samplers are floating-point samplers too: not exact (a mutation audit: "exact" for any noise but
+    # "float" passed)
+    sampler = json.loads((tmp_path / "r64.json").read_text())["sampler"]
+    assert sampler["noise"] == "float64" and sampler["exact"] is False and "floating-point" in sampler["guarantee"]
 
 
 def test_stdin_to_stdout(tmp_path):
