@@ -714,6 +714,26 @@ def test_nan_and_inf_inputs_are_coded_as_the_codec_codes_them(key):
     np.testing.assert_array_equal(a.records, b.records)
 
 
+def test_values_out_of_the_domain_reach_the_mode_choice_clamped(key):
+    """Lemma 5's sensitivity ‖Λ‖² holds for records inside the domain only: a record at 1e9 must be scored as the
+    bound it is clamped to, or the mode choice (released in `info.mode`) depends on it without limit. Same key, a
+    stream with outliers and the same stream with them at the bounds: the same modes and records. Found by a
+    mutation audit: the codec's clamp before the mode score removed passed every test (the quantizer clamps again,
+    so the records alone did not show it)."""
+    bounds = (np.zeros(2), 1.5 * CENSUS[:, :2].max(axis=0))
+    cfg = jaxdp.HVCConfig(8, 2, records_per_subject=1, modes=predict.PAPER_MODES)
+    x = CENSUS[:96, :2].astype(np.float64)
+    out, fixed = x.copy(), x.copy()
+    for r in range(8, 96, 11):  # an outlier in most blocks after the first, high or low
+        c, sign = r % 2, 1 if r % 3 else -1
+        out[r, c] = 1e9 * sign
+        fixed[r, c] = bounds[1][c] if sign > 0 else 0.0
+    a, b = (jaxdp.anonymize(key, z, cfg, epsilon=50.0, bounds=bounds) for z in (out, fixed))
+    assert np.unique(np.asarray(b.info.mode)).size > 1  # the choice is live
+    np.testing.assert_array_equal(np.asarray(a.info.mode), np.asarray(b.info.mode))
+    np.testing.assert_array_equal(a.records, b.records)
+
+
 # ------------------------------------------------------------------ edges found in review (2026-11-24)
 @pytest.mark.filterwarnings("ignore::jaxdp.hvc.stream.BudgetExhaustedWarning")  # the dropped case warns, rightly
 def test_dropped_and_capped_arrivals_still_count_toward_the_delay(key):
