@@ -205,15 +205,15 @@ def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig 
     _validate.positive_scalar("epsilon", epsilon)
     noise = mechanisms.check_noise(noise)
     v = _check_vector(d)
+    l1 = float(np.sum(np.abs(v)))  # ‖D‖₁, for the refusals below (curator-facing errors that name no value)
     if isinstance(config, CompressiveConfig):  # (another type is refused below, with its own message)
         # the samples ΦD round in proportion to ‖D‖₁ (`_validate.ROUNDED_TOTAL_LIMIT`; found in review: they moved
         # by 10.17 against √k = 10 near ‖D‖₁ = 2⁵³)
-        _validate.rounded_total(float(np.sum(np.abs(v))) / float(config.l1_sensitivity), "d's L1 norm over Δ")
+        _validate.rounded_total(l1 / float(config.l1_sensitivity), "d's L1 norm over Δ")
         with mechanisms.precision(noise):
-            _check_recovery_range(v.size, float(epsilon), config, sparsity, k, float(np.sum(np.abs(v))),
-                                  np.dtype(_validate.float_dtype()))
+            _check_recovery_range(v.size, float(epsilon), config, sparsity, k, l1, np.dtype(_validate.float_dtype()))
     if noise == "grid":
-        _check_grid_every_k(v.size, float(epsilon), config, sparsity, k, float(np.sum(np.abs(v))))
+        _check_grid_every_k(v.size, float(epsilon), config, sparsity, k, l1)
     with mechanisms.precision(noise):
         if key.ndim == 1:
             return _compressive_many(key, d, epsilon, config, sparsity, k, noise)
@@ -234,7 +234,8 @@ def _check_recovery_range(n, epsilon, config, sparsity, k, l1, dtype):
     """Refuse a release whose recovery (in the release dtype) would overflow, before anything is drawn: NIHT squares
     norms of up to k·n terms of the samples' size, |y_i| ≤ ‖D‖₁/√k + the noise (scale √k·Δ/ε_n), with 64 times
     that as margin (the check `cmco` makes). Found in review: at ε = 1e-20 (or Δ = 1e20) in float32 the squares
-    overflowed and the recovery released exactly zero, reported as private. Names no data value."""
+    overflowed and the recovery released exactly zero, reported as private. Its data part reads ‖D‖₁, as the
+    rounded-total check before it does: a refusal before any draw (nothing is released), naming no data value."""
     if not (isinstance(sparsity, (type(None), int, np.integer)) and isinstance(k, (type(None), int, np.integer))):
         return  # refused later with its own message
     ks, eps_noise = _candidate_ks(n, epsilon, config, sparsity, k)
