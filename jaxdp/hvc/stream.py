@@ -1149,6 +1149,7 @@ class StreamAnonymizer:
         self.blocks_coded = 0  # blocks that released coefficients (t > 0, chosen by the mechanism: public)
         self.frames_done = 0
         self._warned_dropped = False
+        self._with_ids = None  # with records_per_subject, whether pushes carry ids: fixed by the first with records
         self._failed = None  # why a push or flush failed after the stream's state had moved (then it is refused)
         self.epsilon_spent: list[float] = []  # ε of each released frame
         self.frame_sizes: list[int] = []  # records of each released frame
@@ -1165,7 +1166,9 @@ class StreamAnonymizer:
         protected: they are dropped (counted in `dropped`).
 
         Raises:
-          ValueError / TypeError: records or ids this stream cannot take (nothing is changed: push again).
+          ValueError / TypeError: records or ids this stream cannot take (nothing is changed: push again), among them
+            with `records_per_subject`, a push with ids after pushes without (or the reverse): a record without an id
+            is a new subject, so a subject's rows pushed both ways would escape the bound (found in review).
           RuntimeError: an earlier push or flush failed after its records had entered the stream (see below).
 
         A failure inside the push once the records have entered the buffer (an exception of the codec or the frame
@@ -1177,6 +1180,15 @@ class StreamAnonymizer:
         self._check_usable()
         records = _check_records(records, self.d)
         ids = subject_keys(ids, records.shape[0])
+        if records.shape[0] and self.config.records_per_subject is not None:  # (the paper's accounting holds for any
+            # subject in every frame: there ids only mark updates, and rows without them may follow)
+            if self._with_ids is not None and self._with_ids != (ids is not None):
+                raise ValueError("every push of a stream gives subject ids, or none does: this push "
+                                 f"{'has ids' if ids is not None else 'has no ids'}, earlier ones "
+                                 f"{'had' if self._with_ids else 'had none'}. A record without an id counts as a new "
+                                 "subject, so a subject's records pushed both ways would escape records_per_subject; "
+                                 "pass ids= with every push (or with none).")
+            self._with_ids = ids is not None
         with self._state_changes():
             out = self._push(records, ids)
             if self.planner.dropped and not self._warned_dropped:  # (inside: found in review, under -W error this

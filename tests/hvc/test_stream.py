@@ -791,6 +791,23 @@ def test_missing_subject_ids_are_refused(key, missing):
         sa.push(np.full((4, 1), 0.5), ids=ids)
 
 
+@pytest.mark.parametrize("first_with_ids", [True, False])
+def test_a_stream_refuses_pushes_with_and_without_ids_mixed(key, first_with_ids):
+    """Found in review: a row of subject "alice" pushed without ids was a new subject, so with
+    records_per_subject=1 alice had two records released and `private` stayed True. The id mode is fixed by the first
+    push with records; a push in the other mode is refused and changes nothing."""
+    cfg = jaxdp.HVCConfig(1, 1, records_per_subject=1)
+    sa = jaxdp.StreamAnonymizer(key, cfg, epsilon=1.0, bounds=(np.zeros(1), np.ones(1)))
+    x = np.full((1, 1), 0.5)
+    sa.push(x[:0])  # an empty push fixes nothing
+    sa.push(x, ids=["alice"] if first_with_ids else None)
+    with pytest.raises(ValueError, match="subject ids, or none"):
+        sa.push(x, ids=None if first_with_ids else ["alice"])
+    later = sa.push(x, ids=["alice"] if first_with_ids else None)  # the stream goes on in its mode
+    assert sa.capped == (1 if first_with_ids else 0) and later.records.shape[0] == (0 if first_with_ids else 1)
+    assert sa.flush().records.shape[0] == 0 and sa.rows_seen == 2
+
+
 def test_batch_and_streaming_compute_alike_in_x64_mode(key, x64):
     """In JAX's x64 mode, batch ran float64 input in float64 and the stream (which sees no input dtype at
     construction) in float32: the same key gave different releases. Both now use JAX's default float."""
