@@ -27,6 +27,7 @@ from jaxdp.datasets.io import (
     InputError,
     TableWriter,
     atomic_write_text,
+    check_writable,
     detect_format,
     id_values,
     open_table,
@@ -297,8 +298,10 @@ def _check_anonymize_args(args):
         out_folder = os.path.dirname(os.path.abspath(args.output))
         if os.path.isdir(out_folder) and not os.access(out_folder, os.W_OK):  # found in review: after the run
             raise InputError(f"the output folder {out_folder} is not writable: choose another.")
-    if args.output == "-" and args.input is None:
-        pass
+    if args.output not in (None, "-"):
+        check_writable(args.output, "the output")
+    if args.report is not None:
+        check_writable(args.report, "the --report")
     out_fmt, _ = detect_format(args.output, args.output_format, output=True)
     if args.output == "-" and out_fmt in ("parquet", "arrow"):  # found in review: it crashed after the whole run
         raise InputError(f"-o - writes CSV to stdout; {out_fmt} needs a file name (e.g. -o out.{out_fmt}).")
@@ -563,7 +566,15 @@ def _anonymize(args, reader, path, source, columns, bounds, how, bounds_public, 
     if diag is not None:
         report["curator_diagnostics_NOT_PRIVATE"] = diag.summary(eps_f, np.asarray(sa.frame_sizes), NOT_PRIVATE_NOTE)
     if args.report:
-        atomic_write_text(args.report, json.dumps(report, indent=2))
+        try:
+            atomic_write_text(args.report, json.dumps(report, indent=2))
+        except OSError as err:  # (checked before the run; a disk that fills up or a folder removed since can still
+            # fail here): the release is removed too, so a failed run leaves nothing behind (found in review)
+            if args.output != "-" and os.path.isfile(args.output):
+                os.unlink(args.output)
+            raise InputError(f"cannot write the --report {args.report}: {err.strerror or err}; the output "
+                             f"{args.output} was removed with it (nothing is left of this run). Free space or choose "
+                             "another --report, and run again with a fresh key.") from None
     out = sys.stderr if args.output == "-" else sys.stdout
     print(f"jaxdp {__version__} anonymize | {source} -> {args.output}", file=out)
     print(f"  bounds: {how}", file=out)
@@ -939,6 +950,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("jaxdp anonymize: interrupted; no output was written.", file=sys.stderr)
         return 130
+    except OSError as err:  # reading or writing failed during the run (disk full, a file removed, …): a message, never a
+        # traceback; the output's temporary file is removed on the way out (found in review: a traceback, exit 1)
+        where = f" ({err.filename})" if getattr(err, "filename", None) else ""
+        print(f"jaxdp anonymize: error: {err.strerror or err}{where}; no output was written.", file=sys.stderr)
+        return 2
     except SystemExit as stop:  # SIGTERM (and other signals) stop the run between batches: say so, as for SIGINT
         if isinstance(stop.code, int) and stop.code > 128:  # (found in review: SIGTERM exited 143 silently)
             print(f"jaxdp anonymize: stopped by signal {stop.code - 128}; no output was written.", file=sys.stderr)

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-__all__ = ["InputError", "TableReader", "TableWriter", "open_table", "detect_format", "FORMATS"]
+__all__ = ["InputError", "TableReader", "TableWriter", "open_table", "detect_format", "FORMATS", "check_writable"]
 
 FORMATS = ("csv", "parquet", "arrow")
 _COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd", ".zstd": "zstd"}
@@ -764,7 +764,7 @@ class TableWriter:
             if os.path.isdir(path):
                 raise InputError(f"{path} is a folder: give a file name for the output.")
             if not _special(path):  # a device or a pipe is written directly (see `_special`)
-                self._tmp = os.path.join(folder, f".{os.path.basename(path)}.jaxdp-partial-{os.getpid()}")
+                self._tmp = partial_path(path)
 
     def _open(self, schema):
         pa = _pyarrow()
@@ -891,14 +891,41 @@ def _special(path: str) -> bool:
     return os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path)
 
 
+def partial_path(path: str) -> str:
+    """The temporary name an output is written under until the run succeeds (then renamed to `path`)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    return os.path.join(folder, f".{os.path.basename(path)}.jaxdp-partial-{os.getpid()}")
+
+
+def check_writable(path: str, what: str) -> None:
+    """Create and remove `path`'s temporary file, so a file that cannot be written is found before any work.
+
+    Found in review: a name too long for the file system, a folder that only looks writable (``os.access`` is True
+    for root under /proc and /sys) ended the run after all its work in an `OSError` traceback. A device or a pipe
+    (`_special`) is written directly and not probed; "-" is stdout.
+
+    Raises:
+      InputError: the temporary file cannot be created (the reason from the operating system).
+    """
+    if path == "-" or _special(path):
+        return
+    tmp = partial_path(path)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as err:
+        raise InputError(f"cannot write {what} {path}: {err.strerror or err} (its temporary file "
+                         f"{os.path.basename(tmp)} could not be created there); choose another name or folder.") from None
+    os.close(fd)
+    os.unlink(tmp)
+
+
 def atomic_write_text(path: str, text: str):
     """Write a small text file (the JSON report) through a temporary name."""
     if _special(path):
         with open(path, "w") as f:
             f.write(text)
         return
-    folder = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(folder, f".{os.path.basename(path)}.jaxdp-partial-{os.getpid()}")
+    tmp = partial_path(path)
     with open(tmp, "w") as f:
         f.write(text)
     os.replace(tmp, path)

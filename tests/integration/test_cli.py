@@ -719,6 +719,42 @@ def test_unwritable_output_and_report_folders_are_refused_before_any_work(tmp_pa
         assert not out.exists() and not list(locked.iterdir())
 
 
+def test_files_that_cannot_be_created_are_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    """Found in review: a name too long for the file system (or a folder that only looks writable: `os.access` is True
+    for root under /proc) ended the run after all its work in an OSError traceback, exit 1, and with --report the
+    finished output was left behind. The temporary files are now created and removed before JAX starts."""
+    src = tmp_path / "in.csv"
+    src.write_text(_csv_text())
+    monkeypatch.setattr(cli, "_anonymize", lambda *a, **k: pytest.fail("the run started"))
+    long = "r" * 300
+    for extra, what in ((["-o", str(tmp_path / f"{long}.csv")], "the output"),
+                        (["--report", str(tmp_path / f"{long}.json")], "the --report")):  # fmt: skip
+        code, _ = _run_file(tmp_path, str(src), *BOUNDS, *extra)
+        err = capsys.readouterr().err
+        assert code == 2 and f"cannot write {what}" in err and "Traceback" not in err, err
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
+
+
+@pytest.mark.parametrize("fails", ["output", "report"])
+def test_a_write_that_fails_during_the_run_leaves_nothing_and_no_traceback(tmp_path, capsys, monkeypatch, fails):
+    """A disk that fills up during the run (the output's last write, or the report after the output was renamed into
+    place): exit 2 with the reason, no traceback, and no file left — found in review: an OSError traceback (exit 1),
+    and the release kept without its report."""
+    import errno
+
+    src = tmp_path / "in.csv"
+    src.write_text(_csv_text())
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(*((io.TableWriter, "commit", full) if fails == "output" else (cli, "atomic_write_text", full)))
+    code, out = _run_file(tmp_path, str(src), *BOUNDS, "--report", str(tmp_path / "r.json"))
+    err = capsys.readouterr().err
+    assert code == 2 and os.strerror(errno.ENOSPC) in err and "Traceback" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
+
+
 @pytest.mark.parametrize("kind", ["timestamp ns", "uint64", "int8"])
 def test_ids_are_written_back_exactly_in_their_input_type(tmp_path, capsys, kind):
     """Found in review: released ids were rebuilt with a guessed type, so nanosecond timestamps came back truncated
