@@ -196,6 +196,27 @@ def _parse_number(text: str, what: str) -> float:
     return v
 
 
+def _delimiter(text: str) -> str:
+    """--delimiter: one character; the two characters ``\\t`` (what a shell passes for '\\t') and "tab" mean a tab
+    (found in review: '\\t' was refused as two characters)."""
+    return "\t" if text in ("\\t", "tab", "TAB") else text
+
+
+def _bounds_count_hint(columns: list[str], d_bounds: int) -> str:
+    """What a --bounds count that does not match the columns may mean: an unnamed column (a trailing delimiter, or
+    the index pandas' ``to_csv`` writes) or an id column not named with --ids-column (found in review: the message
+    only listed the columns)."""
+    hints = []
+    unnamed = [i + 1 for i, c in enumerate(columns) if not c.strip()]
+    if unnamed:
+        hints.append(f"column {unnamed[0]} has no name (a delimiter at the end of every line, or the index that pandas' "
+                     "to_csv writes: drop it, or write with index=False)")
+    ids = [c for c in columns if c.strip().lower() in ("id", "ids") or c.strip().lower().endswith(("_id", " id"))]
+    if ids and d_bounds < len(columns):
+        hints.append(f"if {ids[0]!r} holds subject ids, pass --ids-column {ids[0]!r} (it is then not an attribute)")
+    return ("; " + "; ".join(hints)) if hints else ""
+
+
 def _parse_bounds(text: str | None, columns: list[str]):
     """(lo, hi) float64 arrays from 'w1,..,wd' (domain [0, w]) or 'lo:hi,..'; None for 'data'/absent."""
     if text is None or text == "data":
@@ -203,7 +224,8 @@ def _parse_bounds(text: str | None, columns: list[str]):
     parts = [p.strip() for p in text.split(",")]
     d = len(columns)
     if len(parts) != d:
-        raise InputError(f"--bounds gives {len(parts)} attributes but the data has {d} columns ({columns}).")
+        raise InputError(f"--bounds gives {len(parts)} attributes but the data has {d} columns ({columns})"
+                         f"{_bounds_count_hint(columns, len(parts))}.")
     lo, hi = np.zeros(d), np.zeros(d)
     for j, part in enumerate(parts):
         if ":" in part:
@@ -372,6 +394,10 @@ def anonymize_cmd(args: argparse.Namespace) -> int:
     from jaxdp import datasets  # (no JAX: argument and file errors stay fast)
 
     bundled_domain = bundled and args.bounds is None  # jaxdp's public domain for its own data (private)
+    if bundled_domain and args.ids_column is not None:  # (found in review: "--bounds gives 13 attributes", unasked)
+        raise InputError(f"--ids-column {args.ids_column!r}: the bundled Census has no subject ids (each row is a "
+                         "different person; every one of its 13 columns is an attribute of jaxdp's public domain). "
+                         "Drop --ids-column; --records-per-subject 1 states one row per person.")
     if bundled_domain:  # it used to default to the paper's 1.5 x max rule (NOT private)
         args.bounds = ",".join(f"{lo:g}:{hi:g}" for lo, hi in zip(*datasets.census_bounds()))
     if args.bounds is None:
@@ -870,7 +896,8 @@ def _parser() -> argparse.ArgumentParser:
                         "(default anonymized.csv); written to a temporary name and renamed on success")
     g.add_argument("--input-format", default=None, choices=["csv", "parquet", "arrow"], help="override the input suffix")
     g.add_argument("--output-format", default=None, choices=["csv", "parquet", "arrow"], help="override the output suffix")
-    g.add_argument("--delimiter", default=",", help="CSV field delimiter (default ',')")
+    g.add_argument("--delimiter", default=",", type=_delimiter,
+                   help="CSV field delimiter (default ','; '\\t' or 'tab' for a tab)")
     g.add_argument("--encoding", default="utf-8", help="CSV text encoding (default utf-8; a BOM is skipped)")
     g.add_argument("--ids-column", default=None,
                    help="column holding subject ids (any values); kept in the output; a subject updated within a "

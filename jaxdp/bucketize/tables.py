@@ -147,7 +147,9 @@ def publish(key: jax.Array, qi, sa, bucketing: Bucketing, *, fake: int = 0, doma
         vals = sa[bid == g]
         extra = np.setdiff1d(domain, vals)
         if fake > extra.size:
-            raise ValueError(f"bucket {g} has only {extra.size} SA values left for {fake} distinct fake values.")
+            raise ValueError(f"bucket {g} has only {extra.size} SA values left for {fake} distinct fake values (fake "
+                             "values must differ from the bucket's own): pass a larger domain= (every value the SA can "
+                             "take, not only those present) or a smaller fake.")
         fk = rng.choice(extra, fake, replace=False) if fake else extra[:0]
         v = np.concatenate([vals, fk])
         f = np.concatenate([np.zeros(vals.size, bool), np.ones(fk.size, bool)])

@@ -231,8 +231,11 @@ class TreeCounter:
             raise ValueError(f"the counter's horizon of {self._horizon} steps is used up (its budget covers no more).")
         _validate.real_values(x, "x")
         v = np.asarray(x, np.float64).reshape(-1)
-        if v.size != self._k or not np.all(np.isfinite(v)):
-            raise ValueError(f"push takes {self._k} finite value(s), got {np.asarray(x).shape}.")
+        if v.size != self._k:
+            raise ValueError(f"push takes {self._k} value(s) (one per column), got an array of shape "
+                             f"{np.asarray(x).shape}.")
+        if not np.all(np.isfinite(v)):  # (found in review: "got ()" named the shape of a NaN, not the NaN)
+            raise ValueError("push takes finite values, got NaN or infinity; replace missing values before pushing.")
         v = _clamp_values(v, self._horizon, self._sensitivity)  # as `tree_counter` (a refusal would depend on the data)
         with jax.enable_x64(True):  # float64 registers, as `tree_counter`
             self._carry, out = _tree_push(self._levels, self._scale, self._carry,
@@ -301,8 +304,14 @@ def _cmco(key, stream, epsilon, k, sparsity, times, basis, l1_sensitivity, itera
     if not times or any(t < 1 or t > big_t for t in times):
         raise ValueError(f"times must be a non-empty list of values in [1, T = {big_t}].")
     if isinstance(basis, str):
+        _validate.option("basis", basis, ("haar", "dct"))
+        bad = [t for t in times if basis == "haar" and t & (t - 1)]
+        if bad:  # (found in review: "the Haar basis needs n to be a power of two … pad the vector" named no argument)
+            raise ValueError(f"with basis='haar' every reconstruction time must be a power of two (the prefix D[:t] "
+                             f"is recovered in a Haar basis of size t); times has {bad[0]}. Use powers of two, or "
+                             "basis='dct'.")
         for t in times:
-            psi_ops(basis, t, np.float32)  # validates (Haar needs powers of two)
+            psi_ops(basis, t, np.float32)  # validates
     # joint L1 sensitivity √k·Δ. The counters read D: they run in float64 whatever the release dtype (float32
     # partial sums of Φ_t·D[t] round at their magnitude, moving neighbours by more than the noise covers); the
     # prefix sums are cast to the release dtype for the recovery (post-processing), as `compressive` does

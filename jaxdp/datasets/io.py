@@ -119,6 +119,20 @@ def detect_format(path: str, fmt: str | None = None, *, output: bool = False) ->
     return fmt, compression
 
 
+def _encoding_example(head: bytes) -> str:
+    """The --encoding to suggest for text that did not decode: utf-16 where it starts with a UTF-16 byte-order mark
+    (found in review: latin-1 was suggested for a UTF-16 file, and its header then read as 'ÿþa\\x00…')."""
+    return "--encoding utf-16" if bytes(head[:2]) in (b"\xff\xfe", b"\xfe\xff") else "--encoding latin-1"
+
+
+def _unicode_wide(encoding: str) -> bool:
+    """Whether `encoding` is UTF-16 or UTF-32 (any byte order), which start with a byte-order mark FF FE / FE FF."""
+    try:
+        return codecs.lookup(encoding).name.startswith(("utf-16", "utf-32"))
+    except LookupError:
+        return False
+
+
 def _sniff(path: str) -> bytes:
     with open(path, "rb") as f:
         return f.read(8)
@@ -165,7 +179,7 @@ class _Utf8(io.RawIOBase):
                     pass
                 line = self._lines + self._newlines(prefix.decode(err.object[: err.start])) + 1
                 raise InputError(f"{self._name}, line {line}: not valid {self._enc} text; pass the file's "
-                                 "encoding, e.g. --encoding latin-1.") from None  # fmt: skip  (no byte: data)
+                                 f"encoding, e.g. {_encoding_example(err.object)}.") from None  # fmt: skip  (no byte: data)
             self._lines += self._newlines(text)
             self._cr = text.endswith("\r") if text else self._cr
             self._out, self._pos = text.encode("utf-8"), 0
@@ -318,6 +332,9 @@ class TableReader:
         for prefix, name in _MAGIC:  # the content decides, whatever the file is called
             if magic.startswith(prefix):
                 codec = name
+        if codec is None and magic.startswith((b"\xff\xfe", b"\xfe\xff")) and not _unicode_wide(self.encoding):
+            raise InputError(f"{self.path} starts with a UTF-16 byte-order mark: pass --encoding utf-16 (read as "
+                             f"{self.encoding}, its header and values would be garbled).")  # (found in review)
         if magic.startswith(b"PAR1"):
             raise InputError(f"{self.path} is a Parquet file: name it .parquet (or pass --input-format parquet).")
         if magic.startswith(b"ARROW1"):
@@ -374,8 +391,9 @@ class TableReader:
                 if first is not None and not first[1]:
                     raise _leading_blank(self.path, 1)
         except UnicodeDecodeError:  # a header in another encoding (found in review: a traceback)
+            head = _sniff(self.path) if self.path != "-" and os.path.isfile(self.path) else b""
             raise InputError(f"{self.path}: the header is not valid {self.encoding} text; pass the file's encoding, "
-                             "e.g. --encoding latin-1.") from None
+                             f"e.g. {_encoding_example(head)}.") from None
         reader.close() if hasattr(reader, "close") else None
         return names
 
@@ -602,8 +620,9 @@ class TableReader:
         text = str(err)
         name = "stdin" if self.path == "-" else self.path
         if isinstance(err, (UnicodeDecodeError, LookupError)) or "invalid UTF8" in text:
+            head = _sniff(self.path) if self.path != "-" and os.path.isfile(self.path) else b""
             return InputError(f"{name} is not valid {self.encoding} text; pass the file's encoding, e.g. "
-                              "--encoding latin-1.")  # fmt: skip
+                              f"{_encoding_example(head)}.")  # fmt: skip
         return InputError(f"{name}: cannot read it as CSV ({_arrow_reason(text)}). Check --delimiter "
                           "and that every row has one value per header column.")  # fmt: skip
 

@@ -315,6 +315,8 @@ def test_publish_tables_and_fake_values(key):
         B.publish(0, qi, sa, bk)
     with pytest.raises(ValueError, match="fake"):
         B.publish(key, qi, sa, bk, fake=-1)
+    with pytest.raises(ValueError, match="pass a larger domain="):  # found in review: no fix was named
+        B.publish(key, qi, sa, bk, fake=14)
 
 
 def test_publish_refuses_inputs_that_would_expose_the_fake_values(key):

@@ -224,6 +224,10 @@ def test_bad_input_is_rejected(key):
         C.compressive(key, np.ones(6), epsilon=1.0)
     with pytest.raises(ValueError, match="times"):
         C.cmco(key, np.ones(8), epsilon=1.0, k=2, sparsity=1, times=[9])
+    with pytest.raises(ValueError, match="basis='haar' every reconstruction time must be a power of two.*times has 6"):
+        C.cmco(key, np.ones(8), epsilon=1.0, k=2, sparsity=1, times=[4, 6])  # found in review: "pad the vector"
+    with pytest.raises(ValueError, match="got NaN or infinity"):  # found in review: "got ()"
+        C.TreeCounter(key, epsilon=1.0, horizon=4).push(float("nan"))
     q, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(8, 8)))
     out = C.compressive(key, np.arange(8.0), epsilon=1.0, config=C.CompressiveConfig(basis=q), sparsity=2)
     assert out.release.shape == (8,)

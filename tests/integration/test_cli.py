@@ -538,6 +538,13 @@ CASES = [
     # found in review: the anonymizer's own refusals ended in a traceback (exit 1)
     ("epsilon beyond float32", None, ["--epsilon", "1e308"], "epsilon"),
     ("grid budget", None, ["--noise", "grid", "--epsilon", "1e-7"], "grid"),  # full frames: refused before the run
+    # found in review: latin-1 was suggested for UTF-16, whose header then read 'ÿþa\x00…' (a "not a number" error)
+    ("utf-16 as utf-8", lambda p: p.write_bytes(_csv_text().encode("utf-16")), [], "pass --encoding utf-16"),
+    ("utf-16 as latin-1", lambda p: p.write_bytes(_csv_text().encode("utf-16")), ["--encoding", "latin-1"],
+     "pass --encoding utf-16"),
+    # found in review: a --bounds count that did not match said only the count, not the likely cause
+    ("trailing delimiter", lambda p: p.write_text("a,b,c,\n1,2,3,\n"), [], "column 4 has no name"),
+    ("ids not named", lambda p: p.write_text("id,a,b,c\n7,1,2,3\n"), [], "pass --ids-column 'id'"),
 ]
 
 
@@ -717,6 +724,23 @@ def test_unwritable_output_and_report_folders_are_refused_before_any_work(tmp_pa
         err = capsys.readouterr().err
         assert code == 2 and f"{what} {locked} is not writable" in err and "Traceback" not in err, err
         assert not out.exists() and not list(locked.iterdir())
+
+
+def test_a_tab_delimiter_may_be_written_as_backslash_t_and_ids_are_refused_on_bundled_census(tmp_path, capsys):
+    """Found in review: --delimiter '\\t' (what a shell passes for '\\t') was refused as two characters; and
+    --ids-column on the bundled Census said "--bounds gives 13 attributes", though no --bounds was given."""
+    src = tmp_path / "in.tsv"
+    src.write_text(_csv_text(delimiter="\t"))
+    outs = []
+    for delim in ("\\t", "\t", "tab"):
+        out = tmp_path / f"o{len(outs)}.csv"
+        code, _ = _run_file(tmp_path, str(src), *BOUNDS, "--delimiter", delim, "--seed", "3", "-o", str(out))
+        assert code == 0, capsys.readouterr().err
+        outs.append(out.read_text())
+    assert outs[0] == outs[1] == outs[2] and outs[0].startswith("a\tb\tc\n")
+    code, out = _run_file(tmp_path, "--ids-column", "AGI")
+    err = capsys.readouterr().err
+    assert code == 2 and "the bundled Census has no subject ids" in err and not out.exists(), err
 
 
 def test_files_that_cannot_be_created_are_refused_before_any_work(tmp_path, capsys, monkeypatch):
