@@ -714,12 +714,32 @@ class _Content:
         if records_out and sa.blocks_coded == 0:
             return "frame means only", (
                 "every released record is its frame's noisy column means (no block kept per-record detail): "
-                "the release shows how column averages move from frame to frame, not individual records. For "
-                "per-record detail raise --epsilon" + (" or --delay." if declared else
-                                                       " or --delay, or declare --records-per-subject.")
+                "the release shows how column averages move from frame to frame, not individual records. "
+                + _detail_advice(sa, declared)
             )
         share = sa.blocks_coded / max(sa.blocks_done, 1)
         return f"per-record detail in {100 * share:.0f} % of blocks", None
+
+
+def _detail_advice(sa, declared: bool) -> str:
+    """What per-record detail would take, in numbers: the frame budget ε_f at which the codec's blocks go live (from
+    public values, and from the noisy column variances the frame layer released: post-processing), against this
+    run's. Found in review: the advice "raise --epsilon or --delay" was given where neither helped at any plausible
+    size (the bundled Census over its public domain needs ε_f in the hundreds)."""
+    eps_f = max(sa.epsilon_spent, default=0.0)
+    anything, seen = sa.frame_means.frame_epsilon_for_blocks()
+    need = seen if seen is not None else anything
+    if not (eps_f > 0 and np.isfinite(need)):
+        return "For per-record detail raise --epsilon" + (" or --delay." if not declared else ".")
+    factor = need / eps_f
+    at = (f"about {need:.3g} at the spread of the data seen through its noisy variances" if seen is not None else
+          f"at least {need:.3g} (whatever the data; more where the data spread less than the domain allows)")
+    how = (f"each frame spends ε/k, so raise --epsilon about {factor:.3g}× (--delay does not change ε_f)" if declared
+           else f"each frame spends ε·m/l, so raise --epsilon or --delay about {factor:.3g}× in all, or, if each "
+           "person has one row, declare --records-per-subject 1 (each frame then spends ε)")
+    far = (" That is out of reach at a usual ε: a narrower public domain (--bounds closer to where the values lie) "
+           "helps most." if factor > 30 else "")
+    return f"Per-record detail needs a frame budget ε_f of {at}; this run's frames had at most {eps_f:.3g}: {how}.{far}"
 
 
 def _emit(writer, out, idx, id_of, id_column, diag, content=None):

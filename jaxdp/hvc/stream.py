@@ -577,6 +577,24 @@ class _FrameMeans:
         self.weights = None  # their total weights [(R,)]
         self.frames = 0
 
+    def frame_epsilon_for_blocks(self) -> tuple[float, float | None]:
+        """The frame budget ε_f the blocks need to go live (step 1 and 3 of the class notes): ``(whatever the data,
+        at the spread seen so far)``. The first reads public values only (V at its largest, ΣΛ²/4); the second the
+        running noisy column variances released so far (post-processing; None before any variance was asked, or
+        with replications). NaN where the layer is off (`frame_mean_share` 0). For the CLI's advice when a release
+        carried frame means only (found in review: it said "raise --epsilon or --delay", and neither helped at any
+        plausible size on the bundled Census)."""
+        if not self.share:
+            return float("nan"), None
+        d = self.width.shape[0]
+        with np.errstate(over="ignore", divide="ignore"):
+            anything = float(np.sqrt(4 * d * self.lap1 / (_LIVE_FRACTION * np.sum(self.width**2))) / self.eps_ql)
+            seen = None
+            if self.weights is not None and np.ndim(self.weights[1]) == 0 and self.weights[1] > 0:
+                energy = float(np.sum(np.maximum(self.sums[1] / self.weights[1], 0.0)))
+                seen = float(np.sqrt(d * self.lap1 / (_LIVE_FRACTION * energy)) / self.eps_ql) if energy > 0 else np.inf
+        return anything, seen
+
     def grid_frames(self, sizes, eps_frames, possible):
         """With ``noise="grid"``: ``(asked, possible)`` per frame — the means query is asked where the exact sampler
         takes its budgets and values (ratio b/γ in [1, 2²⁹), means and variances within the grid's range), the

@@ -743,6 +743,31 @@ def test_a_tab_delimiter_may_be_written_as_backslash_t_and_ids_are_refused_on_bu
     assert code == 2 and "the bundled Census has no subject ids" in err and not out.exists(), err
 
 
+def test_the_advice_for_per_record_detail_gives_a_budget_that_delivers_it(tmp_path, capsys):
+    """Found in review: "for per-record detail raise --epsilon or --delay" was printed where neither helped at any
+    plausible size (the bundled Census over its public domain). The advice now names the frame budget the blocks
+    need (from public values, then from the noisy variances released) and the factor; following it works."""
+    import re
+
+    def run(*extra):
+        code = cli.main(["anonymize", "-o", str(tmp_path / "c.csv"), "--quiet", *extra])
+        err = capsys.readouterr()
+        assert code == 0, err.err
+        return err.out + err.err
+
+    text = run()  # the main job: paper accounting, ε = 1 → ε_f = 1·96/1080
+    need, have, factor = re.search(r"ε_f of at least ([\d.e+]+) \(whatever the data.*at most ([\d.e+-]+): each frame spends "
+                                   r"ε·m/l, so raise --epsilon or --delay about ([\d.e+]+)×", text).groups()
+    assert float(have) == pytest.approx(96 / 1080, rel=1e-2) and float(factor) == pytest.approx(float(need) / float(have),
+                                                                                               rel=1e-2)
+    assert "declare --records-per-subject 1" in text and "out of reach" in text
+    text = run("--records-per-subject", "1", "--epsilon", "30")  # ε_f = 30: the variances were asked
+    need = float(re.search(r"ε_f of about ([\d.e+]+) at the spread of the data seen.*raise --epsilon about", text).group(1))
+    assert 30 < need < 1e4 and "--delay does not change" in text
+    text = run("--records-per-subject", "1", "--epsilon", f"{2 * need:.6g}")
+    assert "release carries: per-record detail in" in text, text
+
+
 def test_files_that_cannot_be_created_are_refused_before_any_work(tmp_path, capsys, monkeypatch):
     """Found in review: a name too long for the file system (or a folder that only looks writable: `os.access` is True
     for root under /proc) ended the run after all its work in an OSError traceback, exit 1, and with --report the
