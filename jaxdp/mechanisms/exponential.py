@@ -118,7 +118,9 @@ def exponential_exact(
     ``ε/(2Δ_Q)`` rounded *down* to a multiple of 2⁻³²: never more than ε.
 
     Privacy: ε-DP when every score has sensitivity ≤ Δ (McSherry & Talwar 2007), with no float δ.
-    −inf / NaN scores are excluded (the candidate set must not depend on private data).
+    Only −inf scores (the caller's marker) are excluded, so the candidate set never depends on the scores' values: a
+    NaN score counts as the worst possible one and keeps a (small) probability, like any candidate far below the best
+    (found in review: this said NaN scores were excluded).
 
     Args:
       key: typed PRNG key. scores: ``[k]`` floats, higher is better. epsilon: ε > 0. sensitivity: Δ > 0.
@@ -306,7 +308,9 @@ def exponential_mechanism(key: jax.Array, scores, *, epsilon, sensitivity, noise
 
     Traceable core: float noise uses Gumbel-max (as `jax.random.categorical`; float caveat: a
     candidate's probability is resolved to the float resolution of its Gumbel variate), ``"grid"``
-    the exact sampler on integer scores (`exponential_exact`). −inf / NaN scores are never drawn.
+    the exact sampler on integer scores (`exponential_exact`). −inf scores are never drawn; a NaN score is the
+    worst: the float path gives it weight 0, ``"grid"`` draws it with the worst score's probability (found in review:
+    this said NaN was never drawn, which held for the float path only).
     Returns a scalar of the default int dtype.
     """
     _validate.mechanism_core(key, epsilon=epsilon, sensitivity=sensitivity)

@@ -277,6 +277,20 @@ def _down(x64, dtype, exact=False):
         return jnp.where(f.astype(jnp.float64) > x, jnp.nextafter(f, jnp.zeros((), dtype)), f)
 
 
+def _budget_dtype(noise, dtype):
+    """The dtype of the budgets a kernel spends: its own, but float32 with ``noise="grid"``, which computes in float64
+    and reports its ledger in the default float dtype. The noise then spends values the reported ledger holds exactly
+    (found in review: float64 budgets reported rounded down to float32 under-reported ε spent by up to one float32
+    ulp, ≈ 6·10⁻⁸ relative; a budget rounded down to float32 spends at most that much less)."""
+    return jnp.float32 if noise == "grid" else dtype
+
+
+def _fit(x, bdt, dtype):
+    """`x` (a budget of the kernel's dtype) rounded toward 0 to `bdt` (`_budget_dtype`), held in `dtype`."""
+    with jax.enable_x64(True):
+        return _down(jnp.asarray(x).astype(jnp.float64), bdt, exact=True).astype(dtype)
+
+
 def _spent(units, quantum64, dtype):
     """The budget of `units` quanta (computed in float64), rounded down to `dtype`."""
     with jax.enable_x64(True):
@@ -331,18 +345,20 @@ def _step(method, w, eps, d, state, xs, shift=False, noise="float"):
     c, key, force = xs  # force: −1 use the private test, 0 force null, 1 force publish
     k_dis, k_pub = jax.random.split(key)
     dtype = c.dtype
+    bdt = _budget_dtype(noise, dtype)
     # the budgets from ε (at or below the user's ε: `_eps_down`) in float64, each rounded down to the kernel's
-    # dtype (`_down`), so that every window's sum stays within ε exactly; the noise spends these same values
+    # dtype (`_down`; float32 with grid: `_budget_dtype`), so that every window's sum stays within ε exactly; the
+    # noise spends these same values, and the ledger reports them
     with jax.enable_x64(True):
         eps64 = jnp.asarray(eps).astype(jnp.float64)
         e1_64, dis_sensitivity, per_window64 = _budgets(w, eps64, d, shift)
         uniform64 = eps64 / w
-    e1 = _down(e1_64, dtype)
-    eps = jnp.asarray(eps).astype(dtype)
+    e1 = _down(e1_64, bdt).astype(dtype)
+    eps = _fit(eps, bdt, dtype)
     zero = jnp.zeros((), dtype)
     no = jnp.asarray(False)
     if method == "uniform":
-        e_u = _down(uniform64, dtype, exact=w == 1)  # w = 1: ε itself, as Sample spends it
+        e_u = _down(uniform64, bdt, exact=w == 1).astype(dtype)  # w = 1: ε itself, as Sample spends it
         out = mechanisms.laplace_mechanism(k_pub, c, epsilon=e_u, sensitivity=1.0, noise=noise, coordinates=1)
         return state, (out, zero, e_u, jnp.asarray(True), no)
     if method == "sample":
@@ -379,7 +395,7 @@ def _step(method, w, eps, d, state, xs, shift=False, noise="float"):
         pub = jnp.where(force >= 0, force == 1, _above(dis, lam)) & ~nullified
     pub = pub & (spend.astype(dtype) * quantum >= _min_publication_budget(noise))
     spent = jnp.where(pub, spend, 0).astype(jnp.int32)
-    eps2 = _spent(spent, quantum64, dtype)
+    eps2 = _spent(spent, quantum64, bdt).astype(dtype)
     # Noise only where a publication happens: in a single stream `lax.cond` runs one branch, so a null
     # timestamp draws nothing (under vmap it becomes a select and both run, as before). The branch taken
     # depends only on the published decision, which is part of the release.
@@ -528,7 +544,8 @@ def _released(result: WEventResult, noise) -> WEventResult:
 
 
 def _ledger_down(eps, dtype):
-    """A float64 ledger in `dtype`, each entry rounded toward 0: the reported budgets never exceed those spent."""
+    """A float64 ledger in `dtype`, each entry rounded toward 0 (exact: the kernels spend budgets of the default
+    float dtype, `_budget_dtype`)."""
     eps = np.asarray(eps, np.float64)
     out = eps.astype(dtype)
     return np.where(out.astype(np.float64) > eps, np.nextafter(out, np.zeros((), dtype)), out)

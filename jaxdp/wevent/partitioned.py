@@ -19,6 +19,7 @@ from jaxdp.wevent.methods import (
     _check_epsilon_range,
     _clamp_counts,
     _differences,
+    _budget_dtype,
     _down,
     _eps_down,
     _ledger_down,
@@ -78,7 +79,8 @@ def _run_partitioned(key, counts, eps, *, method, w, g, regroup_every, noise="fl
         quantum64 = eps64 / 2.0 / quanta
         e1_64 = eps64 / (2.0 * w)
     quantum = quantum64.astype(dtype)  # for the public thresholds
-    e1 = _down(e1_64, dtype)
+    bdt = _budget_dtype(noise, dtype)  # budgets of the reported ledger's dtype (grid: float32), spent as reported
+    e1 = _down(e1_64, bdt).astype(dtype)
     eps = jnp.asarray(eps).astype(dtype)
     group0 = jnp.asarray(np.repeat(np.arange(g), sizes))  # contiguous public start
 
@@ -106,7 +108,7 @@ def _run_partitioned(key, counts, eps, *, method, w, g, regroup_every, noise="fl
             pub = _above(dis, 1.0 / jnp.maximum(spend.astype(dtype) * quantum, 1e-30)) & ~nullified & (spend > 0)
         pub = pub & (spend.astype(dtype) * quantum >= _min_publication_budget(noise))
         spent = jnp.where(pub, spend, 0).astype(jnp.int32)
-        eps2 = _spent(spent, quantum64, dtype)
+        eps2 = _spent(spent, quantum64, bdt).astype(dtype)
         noisy = mechanisms.laplace_mechanism(k_pub, c, epsilon=jnp.where(pub, eps2, eps)[grp], sensitivity=1.0, noise=noise,
                                              coordinates=1)  # one user, one count
         out = jnp.where(pub[grp], noisy, last)
@@ -125,7 +127,7 @@ def _run_partitioned(key, counts, eps, *, method, w, g, regroup_every, noise="fl
         else:
             grp_next = grp
         state = (out, grp_next, since, units_l2, recent, acc, phase)
-        return state, (out, e1, _spent(top, quantum64, dtype), eps2, pub, grp)
+        return state, (out, e1, _spent(top, quantum64, bdt).astype(dtype), eps2, pub, grp)
 
     zero_g = jnp.zeros((g,), jnp.int32)
     state = (jnp.zeros((d,), dtype), group0, zero_g, jnp.ones((g,), jnp.int32), jnp.zeros((max(w - 1, 1),), jnp.int32),

@@ -295,6 +295,18 @@ def test_public_part_of_the_scores_is_rounded_apart_from_the_private_part():
     assert np.isfinite(np.asarray(q)).all() and float(q[0]) > float(q[1]) == float(q[2])
 
 
+def test_a_nan_score_is_the_worst_candidate_as_documented(key):
+    """Found in review: the docstrings said NaN scores were never drawn; the grid path keeps them as the worst score
+    (the candidate set must not depend on the scores), the float path gives them weight 0. At a tiny ε every
+    candidate of the grid path is about equally likely, NaN included; the float path never draws it."""
+    scores = jnp.asarray([0.0, jnp.nan, -1.0], jnp.float32)
+    keys = jax.random.split(key, 300)
+    draw = {noise: jax.jit(jax.vmap(lambda k, noise=noise: mechanisms.exponential_mechanism(
+        k, scores, epsilon=1e-9, sensitivity=1.0, noise=noise)))(keys) for noise in ("grid", "float")}
+    assert 60 < int(np.sum(np.asarray(draw["grid"]) == 1)) < 140  # ≈ 1/3 of 300 (binomial: 5.4 s.d. either side)
+    assert not np.any(np.asarray(draw["float"]) == 1) and set(np.asarray(draw["float"]).tolist()) == {0, 2}
+
+
 def test_float_gumbel_is_within_its_stated_kolmogorov_distance_by_enumeration():
     """The δ stated for the float Gumbel-max sampler (README, Samplers). Its float32 Gumbel variate is
     −log(−log U) of a uniform on the 2²³ values j·2⁻²³ (j = 0 read as the smallest normal). Enumerating all of
