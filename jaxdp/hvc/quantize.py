@@ -422,11 +422,18 @@ _DEVICE_CACHE: dict = {}
 
 
 def device_tables(tab: QuantizerTables, dtype: np.dtype) -> QuantizerTables:
-    """Device copies of the (cached, immutable) host tables in the compute dtype, cached too."""
+    """Device copies of the (cached, immutable) host tables in the compute dtype, cached too.
+
+    Made concrete even when called under a caller's `jax.jit` or `jax.vmap` (`jax.ensure_compile_time_eval`), and
+    never cached as tracers: found in review, `quantize` called inside a user's jit cached a tracer here, and the next
+    traced call (another accounting) failed with an UnexpectedTracerError."""
     key = (id(tab), dtype)
     hit = _DEVICE_CACHE.get(key)
     if hit is None or hit[0] is not tab:
-        conv = jax.tree_util.tree_map(lambda a: jnp.asarray(a, dtype if a.dtype.kind == "f" else a.dtype), tab)
+        with jax.ensure_compile_time_eval():
+            conv = jax.tree_util.tree_map(lambda a: jnp.asarray(a, dtype if a.dtype.kind == "f" else a.dtype), tab)
+        if any(isinstance(a, jax.core.Tracer) for a in jax.tree_util.tree_leaves(conv)):
+            return conv  # (not cached: it belongs to the trace under way)
         if len(_DEVICE_CACHE) > 64:
             _DEVICE_CACHE.clear()
         hit = _DEVICE_CACHE[key] = (tab, conv)
