@@ -187,6 +187,21 @@ def test_vmap_over_keys_equals_loop_and_jit_equals_no_jit(key):
     np.testing.assert_allclose(eager, batched[:2], rtol=1e-4, atol=1e-3)
 
 
+def test_quantize_inside_a_callers_jit_caches_no_tracer(key):
+    """Found while measuring: the device copies of the tables, first built inside a caller's `jax.jit`, were cached as
+    tracers, and the next traced call failed with an UnexpectedTracerError. A width no other test uses, so the tables
+    are first built under jit here; two traced calls (two programs), then the eager call, agree."""
+    width = np.array([1.25, 3.5, 0.75])
+    xs = jnp.asarray(np.random.default_rng(9).uniform(0, width, size=(2, 4, 3)), jnp.float32)
+    x_hat = jnp.zeros((4, 3), jnp.float32)
+    keys = jax.random.split(key, 2)
+    for accounting in ("paper", "joint"):
+        kw = dict(eps_laplace=50.0, eps_select=50.0, accounting=accounting)
+        traced, _ = jax.jit(lambda k, x, kw=kw: quantize.quantize(k, x, x_hat, width, **kw))(keys, xs)
+        eager, _ = quantize.quantize(keys, xs, x_hat, width, **kw)
+        np.testing.assert_allclose(traced, eager, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("shared_prediction", [True, False])
 def test_tiled_batches_equal_per_block_calls(key, monkeypatch, shared_prediction):
     # 7 blocks of 3 x 2 (a shape no other test compiles) in tiles of 3: three tiles, two padding blocks.
