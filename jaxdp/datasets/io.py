@@ -928,6 +928,9 @@ def check_writable(path: str, what: str) -> None:
     """
     if path == "-" or _special(path):
         return
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise InputError(f"the {what.removeprefix('the ')} folder {folder} does not exist: create it first.")
     tmp = partial_path(path)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
