@@ -808,6 +808,33 @@ def test_a_stream_refuses_pushes_with_and_without_ids_mixed(key, first_with_ids)
     assert sa.flush().records.shape[0] == 0 and sa.rows_seen == 2
 
 
+@pytest.mark.parametrize("per_subject", [None, 1])
+def test_blocks_spend_at_most_their_frames_reported_budget(key, per_subject):
+    """Found in an audit of the tests: the blocks' budgets and the reported `epsilon_spent` are computed apart, and a
+    mutant whose blocks spent ε for ⌈r/n⌉·n records of a partial frame (1.29ε in all) passed every test; and in
+    float32 the blocks' budgets were rounded to nearest (0.85714287 + 0.14285715 = 1.0000000149 of ε = 1). Every
+    block's budget (`info.epsilon`) is now checked against its frame's reported one, batch and streaming; with
+    the frame layer off the blocks get the whole frame budget, so the check is tight."""
+    n, b = 3, 2
+    cfg = jaxdp.HVCConfig(n, b, modes=("midpoint", "column_mean"), frame_mean_share=0.0, records_per_subject=per_subject,
+                          target_length=None if per_subject else 7)
+    x = np.random.default_rng(0).uniform(0, 1, (7, 2))
+    bounds = (np.zeros(2), np.ones(2))
+    batch = jaxdp.anonymize(key, x, cfg, epsilon=1.0, bounds=bounds)
+    sa = jaxdp.StreamAnonymizer(key, cfg, epsilon=1.0, bounds=bounds)
+    parts = [sa.push(x[:4]), sa.push(x[4:]), sa.flush()]
+    streamed = np.concatenate([np.asarray(p.info.epsilon, np.float64).ravel() for p in parts])
+    for spent_blocks, spent_frames in ((np.asarray(batch.info.epsilon, np.float64), batch.epsilon_spent),
+                                       (streamed, np.concatenate([p.epsilon_spent for p in parts]))):
+        sizes = np.bincount(batch.frame)  # 6 and 1 records: frames of 2 blocks and 1
+        block_frame = np.repeat(np.arange(sizes.size), -(-sizes // n))
+        assert spent_blocks.shape == block_frame.shape
+        frame_budget = np.asarray(spent_frames, np.float64)[block_frame]
+        assert np.all(spent_blocks <= frame_budget) and np.all(spent_blocks >= frame_budget * (1 - 2.0**-22))
+        if per_subject is None:  # a record may be in every frame: the frames' budgets add up, to at most ε
+            assert sum(spent_blocks[block_frame == f].max() for f in range(sizes.size)) <= 1.0
+
+
 def test_batch_and_streaming_compute_alike_in_x64_mode(key, x64):
     """In JAX's x64 mode, batch ran float64 input in float64 and the stream (which sees no input dtype at
     construction) in float32: the same key gave different releases. Both now use JAX's default float."""
