@@ -38,3 +38,16 @@ def test_fresh_key_holds_every_word_the_os_gave(monkeypatch):
     assert asked == [data.size * 4]
     np.testing.assert_array_equal(data.reshape(-1), np.frombuffer(bytes(range(1, data.size * 4 + 1)), np.uint32))
     assert np.unique(data).size == data.size
+
+
+def test_key_from_seed_is_jax_random_key_as_documented():
+    """`key_from_seed(s)` is `jax.random.key(s)` below 2³² and the (hi, lo) words of s above (as `jax.random.key` makes
+    them under x64). Found in an audit of the tests: the two words swapped passed, as the CLI tests compare a seed
+    with the same function."""
+    for s in (0, 7, 2**31 + 5, 2**32 - 1):
+        np.testing.assert_array_equal(jax.random.key_data(keys.key_from_seed(s)), jax.random.key_data(jax.random.key(s)))
+    for s in (2**32, 2**40 + 3, 2**64 - 1):
+        np.testing.assert_array_equal(jax.random.key_data(keys.key_from_seed(s)), [s >> 32, s & 0xFFFFFFFF])
+        with jax.enable_x64(True):
+            np.testing.assert_array_equal(jax.random.key_data(keys.key_from_seed(s)),
+                                          jax.random.key_data(jax.random.key(np.uint64(s))))
