@@ -85,6 +85,47 @@ def _release_memory():
 
 
 @pytest.fixture
+def mechanism_calls(monkeypatch):
+    """Every draw through `mechanisms.laplace_mechanism`, `mechanisms.exponential_mechanism` and
+    `mechanisms.l2_norm_noise` during the test, recorded from a fresh trace as ``(name, key words, epsilon,
+    sensitivity)`` (single keys; a draw in a branch not taken is not recorded). Caches are cleared before and after,
+    so no other test reuses a recording program."""
+    import jax.numpy as jnp
+
+    from jaxdp import mechanisms
+
+    calls = []
+
+    def record(name, key, epsilon, sensitivity):
+        jax.debug.callback(lambda kd, e, s: calls.append((name, tuple(np.asarray(kd).ravel().tolist()),
+                                                         np.asarray(e, np.float64), np.asarray(s, np.float64))),
+                           jax.random.key_data(key), jnp.asarray(epsilon), jnp.asarray(sensitivity))
+
+    real = {n: getattr(mechanisms, n) for n in ("laplace_mechanism", "exponential_mechanism", "l2_norm_noise")}
+
+    def laplace(key, x, *, epsilon, sensitivity, **kw):
+        record("laplace", key, epsilon, sensitivity)
+        return real["laplace_mechanism"](key, x, epsilon=epsilon, sensitivity=sensitivity, **kw)
+
+    def exponential(key, scores, *, epsilon, sensitivity, **kw):
+        record("exponential", key, epsilon, sensitivity)
+        return real["exponential_mechanism"](key, scores, epsilon=epsilon, sensitivity=sensitivity, **kw)
+
+    def l2(key, shape, *, epsilon, sensitivity=1.0, **kw):
+        record("l2", key, epsilon, sensitivity)
+        return real["l2_norm_noise"](key, shape, epsilon=epsilon, sensitivity=sensitivity, **kw)
+
+    for name, fake in (("laplace_mechanism", laplace), ("exponential_mechanism", exponential), ("l2_norm_noise", l2)):
+        monkeypatch.setattr(mechanisms, name, fake)
+    jax.clear_caches()  # trace afresh, through the recording mechanisms
+    try:
+        yield calls
+    finally:
+        monkeypatch.undo()
+        jax.clear_caches()  # no later test may reuse a recording program
+
+
+@pytest.fixture
 def lean_worker():
     """Release this worker's compiled programs and free heap before a test that starts another JAX process
     (the notebook's kernel, the sharding and program-cache subprocesses), so that the two do not add up to

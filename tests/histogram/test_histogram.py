@@ -544,6 +544,17 @@ def test_dft_sensitivity_bound_beyond_the_exact_table_is_an_upper_bound(x64, n):
     assert H.dft_sensitivity(4096)[9] == pytest.approx(0.134, abs=0.002)  # vs √9 = 3 (the paper's bound)
 
 
+def test_efpa_and_spa_choose_k_and_draw_noise_with_different_keys(key, mechanism_calls):
+    """Found in an audit of the tests: EFPA with one key for the choice of k and for the noise (the noise then
+    correlates with the private choice: P(DC noise > 0 | k = 1) = 0.29) passed. Each draw is recorded."""
+    h = H.synthetic_histogram(4, n=33, kind="smooth", total=3000).astype(np.float64)
+    for release, noise in ((H.efpa, "laplace"), (H.spa, "l2")):
+        mechanism_calls.clear()
+        release(key, h, epsilon=0.7)
+        names = sorted(c[0] for c in mechanism_calls)
+        assert names == sorted(["exponential", noise]) and mechanism_calls[0][1] != mechanism_calls[1][1]
+
+
 def test_php_depth_is_the_ceiling_of_log2_n():
     """d = ⌈log₂ n⌉ (at least 1), as documented (found in an audit of the tests: ⌊log₂ n⌋ passed; n = 5 gave 2)."""
     assert [H.php_depth(n) for n in (1, 2, 3, 4, 5, 8, 9, 4096, 4097)] == [1, 1, 2, 2, 3, 3, 4, 12, 13]

@@ -556,6 +556,23 @@ def test_grid_ledger_reports_exactly_the_budgets_the_noise_spent(key, monkeypatc
         jax.clear_caches()  # no later test may reuse the recording trace
 
 
+def test_every_draw_has_its_own_key_and_groups_their_own_sensitivity(key, mechanism_calls):
+    """Found in an audit of the tests: BD's dissimilarity drawn with the publication's key (with float64 noise a
+    published count then reveals the noisy decision exactly), and `run_partitioned`'s group dissimilarity calibrated
+    to 1/d instead of 1/d_g (G·ε/(2w) spent per timestamp), both passed. Every draw of a run is recorded here."""
+    counts = wevent.synthetic_counts(0, timestamps=12, columns=8, kind="bursty")
+    r = wevent.run(key, counts, method="bd", w=3, epsilon=1.0)
+    words = [c[1] for c in mechanism_calls]
+    assert np.asarray(r.published).any() and len(words) == 12 + int(np.sum(r.published))
+    assert len(set(words)) == len(words)  # every draw its own key
+    mechanism_calls.clear()
+    p = wevent.run_partitioned(key, counts, method="ba", w=3, epsilon=1.0, groups=4)  # 4 groups of 2 columns
+    dis = [c for c in mechanism_calls if c[0] == "laplace" and not np.all(c[3] == 1.0)]
+    assert len(dis) == 12 and all(np.allclose(c[3], 0.5) for c in dis)  # 1/d_g = 1/2 (not 1/d = 1/8)
+    words = [c[1] for c in mechanism_calls]
+    assert np.asarray(p.published).any() and len(set(words)) == len(words)
+
+
 @pytest.mark.parametrize("reps", [None, 3])
 def test_runs_with_caller_decisions_are_flagged_not_private(key, reps):
     # found in review: `private` was True whatever `decisions` said, though decisions computed from the data
