@@ -48,6 +48,15 @@ def positive_scalar(name: str, value: Any) -> Any:
     return value
 
 
+def eager_epsilon(value: Any, where: str) -> Any:
+    """`positive_scalar` for a release that runs eagerly (its budgets and checks are Python numbers): a traced ε is
+    refused with the way out. Found in review: under `jax.jit` a traced ε ended in JAX's ConcretizationTypeError."""
+    if not is_concrete(value):
+        raise TypeError(f"{where} runs eagerly and needs a concrete epsilon (a Python or NumPy number): call it outside "
+                        "jax.jit, and pass a key array [R] (jax.random.split(key, R)) for R repetitions.")
+    return positive_scalar("epsilon", value)
+
+
 def kind(value: Any, allowed: tuple[str, ...] = KINDS) -> str:
     if not isinstance(value, str):
         raise TypeError(f"transform kind must be a string, one of {allowed}; got {value!r}.")
@@ -232,7 +241,8 @@ def counts(counts, *, dtype=None, with_max: bool = False):
         raise ValueError("counts contain NaN or inf.")
     if lo < 0:
         t, j = np.argwhere(arr < 0)[0]  # the position, never the value (messages end up in logs)
-        raise ValueError(f"counts must be non-negative; a negative count at timestamp {t}, column {j}.")
+        raise ValueError(f"counts must be non-negative; a negative count at row {t} (0-based; timestamp {t + 1} of "
+                         f"this call, 1-based), column {j}.")
     return _exact_in(out, hi, dtype=np.float64 if dtype is None else dtype, with_max=with_max)
 
 
@@ -271,7 +281,8 @@ def _device_counts(counts: jax.Array) -> tuple[jax.Array, float]:
     if lo < 0:
         arr = np.asarray(counts)
         t, j = np.argwhere(arr < 0)[0]  # the position, never the value
-        raise ValueError(f"counts must be non-negative; a negative count at timestamp {t}, column {j}.")
+        raise ValueError(f"counts must be non-negative; a negative count at row {t} (0-based; timestamp {t + 1} of "
+                         f"this call, 1-based), column {j}.")
     return counts, hi
 
 
@@ -318,12 +329,13 @@ def histogram(hist, *, integer: bool = True) -> np.ndarray:
 ROUNDED_TOTAL_LIMIT = 2**40
 
 
-def rounded_total(total: float, what: str) -> None:
-    """Refuse a total (Σh, ‖D‖₁/Δ) beyond `ROUNDED_TOTAL_LIMIT` for a release through an irrational transform; the
-    message names the limit, not the value (messages end up in logs)."""
+def rounded_total(total: float, what: str, computed: str = "in the transform") -> None:
+    """Refuse a total (Σh, ‖D‖₁/Δ) beyond `ROUNDED_TOTAL_LIMIT` for a release whose values round in proportion to it
+    (`computed` says where: an irrational transform, P-HP's segment errors); the message names the limit, not the
+    value (messages end up in logs)."""
     if total > ROUNDED_TOTAL_LIMIT:
-        raise ValueError(f"{what} beyond 2**40, where float64 rounding in the transform moves neighbouring releases by "
-                         "a measurable part of the sensitivity: scale or split the data.")
+        raise ValueError(f"{what} beyond 2**40, where float64 rounding {computed} moves neighbouring releases by a "
+                         "measurable part of the sensitivity: scale or split the data.")
 
 
 def noise_fits(scale: float, dtype, what: str) -> None:

@@ -62,6 +62,10 @@ def load_table(path: str, *, sensitive: str) -> tuple[list[str], np.ndarray, np.
     body = [[v.strip() for v in r] for r in rows[1:] if r]
     if any(len(r) != len(header) for r in body):
         raise ValueError(f"{path}: ragged rows (every row needs {len(header)} fields).")
+    empty = next((i for i, r in enumerate(body) if r[j] == ""), None)
+    if empty is not None:  # found in review: an empty SA cell became an SA value "" with its own f′ and buckets
+        raise ValueError(f"{path}: record {empty + 1} (after the header) has no value in the sensitive column "
+                         f"{sensitive!r}: every record needs its SA value (drop the record or fill it in).")
     data = np.asarray(body, dtype=str)
     names = [h for k, h in enumerate(header) if k != j]
     return names, np.delete(data, j, axis=1), data[:, j]

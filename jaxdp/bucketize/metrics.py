@@ -126,8 +126,9 @@ def _true_count(name, v) -> float:
 
 def simulate_inference(key: jax.Array, x: float, y: float, *, epsilon: float, trials: int = 100_000):
     """Draw `trials` ε-DP answers X, Y of the two count queries (independent Laplace, Theorem 1) and return
-    Y/X as a float64 NumPy array: what an adversary averaging noisy answers sees."""
-    _validate.key(key)
+    Y/X as a float64 NumPy array: what an adversary averaging noisy answers sees. One key: `trials` are the
+    repetitions."""
+    _validate.one_key(key, "simulate_inference (its trials are the repetitions)")
     _validate.positive_scalar("epsilon", epsilon)
     # found in review: trials = −3 ended in JAX's TypeError (the cap: the draws are held in memory at once)
     trials = _validate.size("trials", trials, hi=_validate.MAX_GENERATED, why="the draws are held in memory at once.")

@@ -47,7 +47,8 @@ def tree_counter(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: floa
     the inputs in between. Keep the state as secret as the raw data.
 
     Args:
-      key: typed PRNG key. stream: inputs ``[T]`` or vectors ``[T, k]`` (k counters sharing the tree;
+      key: typed PRNG key, or a key array ``[R]`` for R independent releases (a leading axis; one vmapped
+        program). stream: inputs ``[T]`` or vectors ``[T, k]`` (k counters sharing the tree;
         `l1_sensitivity` bounds the L1 change of *all* of one time's inputs together). epsilon: ε > 0.
       horizon: the public maximum length (default T).
       noise: ``"float"`` or ``"float64"`` (the registers are float64 either way; ``"float"`` releases them cast
@@ -55,7 +56,7 @@ def tree_counter(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: floa
         which an exact grid release would need in integers (not implemented).
 
     Returns:
-      Noisy prefix sums of shape ``[T]`` or ``[T, k]``.
+      Noisy prefix sums of shape ``[T]`` or ``[T, k]`` (``[R, …]`` with a key array).
     """
     sums, out = _float64_sums(key, stream, epsilon, l1_sensitivity, horizon, noise)
     with jax.enable_x64(True):  # the cast (to float64 too) outside x64 would truncate
@@ -64,7 +65,7 @@ def tree_counter(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: floa
 
 def _float64_sums(key, stream, epsilon, l1_sensitivity, horizon, noise):
     """Validate; the tree counter's float64 prefix sums and the release dtype of `noise`."""
-    _validate.one_key(key, "tree_counter")
+    _validate.key(key, max_ndim=1)  # a key array [R]: R releases (found in review: refused, against the convention)
     _validate.positive_scalar("epsilon", epsilon)
     _validate.positive_scalar("l1_sensitivity", l1_sensitivity)
     noise = _tree_noise(noise)
@@ -151,9 +152,13 @@ def _tree_counter(key, stream, epsilon, l1_sensitivity, horizon, out):
     # 2²⁴ rounded neighbours 1 apart by 4–16, past the sensitivity): the caller casts the float64 release.
     with jax.enable_x64(True):
         xs = jnp.asarray(x if x.ndim == 2 else x[:, None], np.float64)
-        keys = jax.random.split(key, horizon)[: x.shape[0]]
-        out = _tree_jit(keys, xs, _register_budget(epsilon, l1_sensitivity, horizon, np.float64), _tree_levels(horizon))
-        return out if x.ndim == 2 else out[:, 0]
+        budget, levels = _register_budget(epsilon, l1_sensitivity, horizon, np.float64), _tree_levels(horizon)
+        if key.ndim == 1:  # R releases: each key's own per-step keys, one vmapped program
+            keys = jax.vmap(lambda k: jax.random.split(k, horizon)[: x.shape[0]])(key)
+            out = jax.vmap(lambda ks: _tree_jit(ks, xs, budget, levels))(keys)
+        else:
+            out = _tree_jit(jax.random.split(key, horizon)[: x.shape[0]], xs, budget, levels)
+        return out if x.ndim == 2 else out[..., 0]
 
 
 def _register_budget(epsilon, sensitivity, horizon, dtype):
@@ -250,8 +255,10 @@ def continual_identity(key: jax.Array, stream, *, epsilon: float, l1_sensitivity
     """The baseline of the paper's Section 6.3: D*_t[i] = Σ*_i − Σ*_{i−1} from one tree counter (ε-DP), the
     differences taken in float64 before the cast to the release dtype."""
     sums, out = _float64_sums(key, stream, epsilon, l1_sensitivity, None, noise)
+    t_axis = int(key.ndim)  # time after the repetition axis of a key array [R]
     with jax.enable_x64(True):
-        return jnp.diff(sums, axis=0, prepend=jnp.zeros((1, *sums.shape[1:]), sums.dtype)).astype(out)
+        first = jnp.zeros_like(jax.lax.slice_in_dim(sums, 0, 1, axis=t_axis))
+        return jnp.diff(sums, axis=t_axis, prepend=first).astype(out)
 
 
 def cmco(key: jax.Array, stream, *, epsilon: float, k: int, sparsity: int, times, basis="haar",

@@ -126,7 +126,11 @@ def _select_s(key, x, eps_sel, eps_noise, c2, c4, c5, s_max, noise="float"):
 
 
 def measurements(n: int, s: int, c_k: float) -> int:
-    """k = ⌈c_k·S·log(n/S)⌉ clipped to [1, n]."""
+    """k = ⌈c_k·S·log(n/S)⌉ clipped to [1, n], and k = n at S = n (every sample).
+
+    The formula peaks at S = n/e and falls after it (below S near n): `compressive` refuses a public S whose k
+    would be below S, unless k is given.
+    """
     n, s = _validate.size("n", n), _validate.size("s", s)  # found in review: S = 0 ended in a ZeroDivisionError
     if s > n:
         raise ValueError(f"s = {s} exceeds n = {n}.")
@@ -189,8 +193,9 @@ def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig 
       d: the vector D, shape ``[n]``.
       epsilon: total ε > 0.
       config: `CompressiveConfig`.
-      sparsity: a public S (skips the private choice), 1 ≤ S ≤ n.
-      k: a public number of samples (default ⌈c_k·S·log(n/S)⌉).
+      sparsity: a public S (skips the private choice), 1 ≤ S ≤ n; where the default k would be below S (S past
+        ≈ n/e) only with a public `k` (S = n takes every sample).
+      k: a public number of samples (default ⌈c_k·S·log(n/S)⌉, `measurements`).
       noise: ``"float"`` (default), ``"float64"`` or ``"grid"`` (exact samplers; `jaxdp.mechanisms.NOISES`).
 
     Returns:
@@ -205,6 +210,8 @@ def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig 
     _validate.positive_scalar("epsilon", epsilon)
     noise = mechanisms.check_noise(noise)
     v = _check_vector(d)
+    if isinstance(config, CompressiveConfig) and k is None:
+        _check_public_sparsity(v.size, sparsity, config.c_k)
     l1 = float(np.sum(np.abs(v)))  # ‖D‖₁, for the refusals below (curator-facing errors that name no value)
     if isinstance(config, CompressiveConfig):  # (another type is refused below, with its own message)
         # the samples ΦD round in proportion to ‖D‖₁ (`_validate.ROUNDED_TOTAL_LIMIT`; found in review: they moved
@@ -218,6 +225,19 @@ def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig 
         if key.ndim == 1:
             return _compressive_many(key, d, epsilon, config, sparsity, k, noise)
         return _compressive_public(key, d, epsilon, config, sparsity, k, noise)
+
+
+def _check_public_sparsity(n, sparsity, c_k):
+    """Refuse a public S whose default number of samples k = ⌈c_k·S·log(n/S)⌉ is below S (past n/e the formula
+    falls; found in review: S = 255 of n = 256 took k = 4 samples and released an unrecoverable vector without a
+    word), unless k is given. S = n takes every sample (k = n)."""
+    if isinstance(sparsity, (int, np.integer)) and not isinstance(sparsity, (bool, np.bool_)) and 1 <= sparsity < n:
+        k = measurements(n, int(sparsity), c_k)
+        if k < sparsity:
+            raise ValueError(f"sparsity S = {sparsity} of n = {n}: the default number of samples ⌈c_k·S·log(n/S)⌉ = {k} "
+                             "is below S (the formula falls past S = n/e), too few to recover an S-sparse vector: pass "
+                             f"k= as well (k ≥ S; k = n takes every sample), or a smaller S (≤ max_sparsity(n, c_k) = "
+                             f"{max_sparsity(n, c_k)} is where a private choice of S looks).")
 
 
 def _candidate_ks(n, epsilon, config, sparsity, k):

@@ -88,7 +88,7 @@ def _staged(x) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
-def _prepare(key, hist, epsilon, noise="float", rounded=False):
+def _prepare(key, hist, epsilon, noise="float", rounded=False, computed="in the transform"):
     """`rounded`: the release computes values that round in proportion to Σh (DFT coordinates; P-HP's
     segment errors, whose Lemma 2 bound Δerr ≤ 2 holds in exact arithmetic — found in review: at Σh ≈ 2⁵³ float64
     moved them by 4–6 and the final choice spent 1.5× its ε/4): Σh beyond `_validate.ROUNDED_TOTAL_LIMIT` is
@@ -101,11 +101,11 @@ def _prepare(key, hist, epsilon, noise="float", rounded=False):
                         "histogram must be concrete: call them outside jit (vmap over keys works), or pass a key "
                         "array [R] for R repetitions (one vmapped program).")
     _validate.key(key)
-    _validate.positive_scalar("epsilon", epsilon)
+    _validate.eager_epsilon(epsilon, "a histogram release")
     noise = mechanisms.check_noise(noise)
     h = check_histogram(hist)
     if rounded:
-        _validate.rounded_total(float(h.sum()), "hist's counts sum")
+        _validate.rounded_total(float(h.sum()), "hist's counts sum", computed)
     _check_epsilon_range(float(epsilon), h.size, noise)
     return jnp.asarray(h, np.float64), noise
 

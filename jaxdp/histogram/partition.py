@@ -182,7 +182,8 @@ def php(key: jax.Array, hist, *, epsilon: float, noise: str = "float") -> Histog
       segments; both derived from private choices, so releasable); ``[R, …]`` for a key array ``[R]``.
     """
     with _arithmetic(noise) as dtype:
-        h, noise = _prepare(key, hist, epsilon, noise, rounded=True)  # its segment errors round with Σh
+        h, noise = _prepare(key, hist, epsilon, noise, rounded=True,  # its segment errors round with Σh
+                            computed="of P-HP's segment errors (the scores of its exponential mechanism)")
         _check_grid(noise, epsilon / 2, 1.0, h)
         out, cut = _over_keys(php_core, key, h, jnp.asarray(epsilon, h.dtype), noise=mechanisms.kernel_noise(noise))
         return _result(key, out.astype(dtype), jnp.sum(cut, axis=-1), cut, epsilon)

@@ -38,8 +38,10 @@ def count_cap(*, noise: str) -> float:
     """The public cap counts are clamped to: the largest integer the kernel's float dtype holds with all those below
     it (2²⁴ in float32, 2⁵³ in float64; above it neighbouring counts round apart by more than the sensitivity), and
     with ``noise="grid"`` the largest count its grid represents. Clamping is 1-Lipschitz, so it keeps every
-    sensitivity. In float32, fractional counts are rounded to whole numbers (halves up) before the cast (`_whole_counts`); in
-    float64, counts given finer than float64 (Fractions, Decimals, longdoubles) are. (BD/BA's dissimilarity, whose grid is finer, clips its own inputs further.)"""
+    sensitivity. In float32, fractional counts given in float64 (or finer) are rounded to whole numbers (halves up)
+    before the cast (`_whole_counts`); counts already in float32 (NumPy or JAX) are taken as they are, fractions
+    included (no cast rounds them: the sensitivity holds as given; found in review: the docs said every fraction
+    was rounded); in float64, counts given finer than float64 (Fractions, Decimals, longdoubles) are. (BD/BA's dissimilarity, whose grid is finer, clips its own inputs further.)"""
     noise = mechanisms.check_noise(noise)
     with _arithmetic(noise):
         cap = 2.0**24 if _validate.float_dtype() == np.float32 else 2.0**53
@@ -459,7 +461,8 @@ def run(
         decision computed from the data is not private. Budgets follow the pseudocode either way.
       shift: BD/BA only: the paper's Sec. 4.5 optimization for d ≫ w: dissimilarity noise 1/ε
         (ε_{i,1} = ε/d), leaving ε − w·ε/d > ε/2 per window for publications. Requires d > 2w.
-        ``"auto"``: the paper's rule, on when d ≥ 10·w (`SHIFT_AUTO_RATIO`). Measured on synthetic streams
+        ``"auto"``: the paper's rule, on when d ≥ 10·w (`SHIFT_AUTO_RATIO`) for BD/BA, off for Uniform and Sample
+        (which have no dissimilarity to shift; ``True`` is refused there). Measured on synthetic streams
         (RESULTS): it helps at w = 10 and, for BA, at ε = 1 (MAE × 0.45–0.86), and hurts at ε = 0.1 with
         w ≥ 40 (× 1.0–1.9) whatever d/w — the rule is the paper's, not a guarantee.
       start: the (1-based) timestamp of ``counts[0]`` for a stream that starts late: it sets Sample's
@@ -488,7 +491,7 @@ def run(
     _validate.option("method", method, METHODS)
     _validate.size("w", w, hi=MAX_WINDOW, why="the window's budgets are kept in a buffer of w entries (found in "
                    "review: w = 10⁹ took 8 GB).")
-    _validate.positive_scalar("epsilon", epsilon)
+    _validate.eager_epsilon(epsilon, "wevent.run")
     noise = mechanisms.check_noise(noise)
     with _arithmetic(noise):
         _check_epsilon_range(float(epsilon), int(w))
@@ -630,7 +633,7 @@ class WEventStream:
             raise ValueError(f"WEventStream takes one typed key, got a key array of shape {key.shape} (one stream per key).")
         _validate.option("method", method, METHODS)
         self.d, self.w = _validate.size("d", d), _validate.size("w", w, hi=MAX_WINDOW, why="the window's budgets are kept in a buffer of w entries.")
-        _validate.positive_scalar("epsilon", epsilon)
+        _validate.eager_epsilon(epsilon, "WEventStream")
         self.noise = mechanisms.check_noise(noise)
         with _arithmetic(self.noise):
             _check_epsilon_range(float(epsilon), self.w)

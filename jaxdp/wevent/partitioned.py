@@ -165,7 +165,7 @@ def run_partitioned(key: jax.Array, counts, *, method: str, w: int, epsilon: flo
     _validate.key(key, max_ndim=1)
     method = _validate.option("method", method, ("bd", "ba"))
     w = _validate.size("w", w, hi=MAX_WINDOW, why="the window's budgets are kept in a buffer of w entries.")
-    _validate.positive_scalar("epsilon", epsilon)
+    _validate.eager_epsilon(epsilon, "wevent.run_partitioned")
     noise = mechanisms.check_noise(noise)
     with _arithmetic(noise):  # float64 for "grid": the groups' dissimilarity sums without float32 rounding
         _check_epsilon_range(float(epsilon), int(w))

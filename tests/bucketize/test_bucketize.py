@@ -389,6 +389,11 @@ def test_data_loaders(tmp_path):
     p.write_text("a,b\n1\n")
     with pytest.raises(ValueError, match="ragged"):
         B.load_table(str(p), sensitive="b")
+    p.write_text("age,zip,disease\n30,1,flu\n40,2, \n50,3,flu\n")  # found in review: "" became an SA value
+    with pytest.raises(ValueError, match="record 2 .* no value in the sensitive column"):
+        B.load_table(str(p), sensitive="disease")
+    with pytest.raises(ValueError, match="trials are the repetitions"):  # found in review: JAX's own message
+        B.simulate_inference(jax.random.split(jax.random.key(0), 2), 100.0, 50.0, epsilon=1.0)
 
 
 def test_f_prime_mappings_and_sa_values_are_checked():

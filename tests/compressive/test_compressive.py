@@ -228,6 +228,12 @@ def test_bad_input_is_rejected(key):
         C.cmco(key, np.ones(8), epsilon=1.0, k=2, sparsity=1, times=[4, 6])  # found in review: "pad the vector"
     with pytest.raises(ValueError, match="got NaN or infinity"):  # found in review: "got ()"
         C.TreeCounter(key, epsilon=1.0, horizon=4).push(float("nan"))
+    # found in review: a public S past n/e took k = ⌈c_k·S·log(n/S)⌉ < S samples (S = 255 of 256: k = 4), silently
+    d = np.arange(256.0)
+    with pytest.raises(ValueError, match="below S"):
+        C.compressive(key, d, epsilon=1.0, sparsity=200)
+    assert int(C.compressive(key, d, epsilon=1.0, sparsity=200, k=256).k) == 256  # with k given: taken
+    assert int(C.compressive(key, d, epsilon=1.0, sparsity=256).k) == 256  # S = n: every sample
     q, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(8, 8)))
     out = C.compressive(key, np.arange(8.0), epsilon=1.0, config=C.CompressiveConfig(basis=q), sparsity=2)
     assert out.release.shape == (8,)
@@ -279,6 +285,17 @@ def test_streaming_tree_counter_equals_batch_and_holds_only_noisy_state(key, x64
         c = C.TreeCounter(key, epsilon=1.0, horizon=1)
         c.push(1.0)
         c.push(1.0)
+
+
+def test_tree_counter_and_continual_identity_take_key_arrays(key):
+    """A key array [R] adds a leading repetition axis, as everywhere (found in review: both refused it); the rows are
+    the single-key releases."""
+    keys = jax.random.split(key, 3)
+    for stream in (np.arange(10.0), np.ones((10, 2))):
+        for fn in (C.tree_counter, C.continual_identity):
+            many = np.asarray(fn(keys, stream, epsilon=1.0))
+            assert many.shape == (3, *stream.shape)
+            np.testing.assert_array_equal(many, np.stack([np.asarray(fn(k, stream, epsilon=1.0)) for k in keys]))
 
 
 def test_min_c5_fast_paths_match_the_matrix():
@@ -569,9 +586,8 @@ def test_baselines_refuse_an_epsilon_whose_noise_overflows_and_take_key_arrays_o
     many = np.asarray(C.laplace_identity(keys, [1.0, 2.0], epsilon=1.0))
     assert many.shape == (3, 2)
     np.testing.assert_array_equal(many[1], np.asarray(C.laplace_identity(keys[1], [1.0, 2.0], epsilon=1.0)))
-    with pytest.raises(ValueError, match="one typed key"):
-        C.tree_counter(keys, [1.0, 2.0], epsilon=1.0)
-    with pytest.raises(ValueError, match="one typed key"):
+    assert np.asarray(C.tree_counter(keys, [1.0, 2.0], epsilon=1.0)).shape == (3, 2)  # (the next test: equal rows)
+    with pytest.raises(ValueError, match="one typed key"):  # a stateful counter: one key
         C.TreeCounter(keys, epsilon=1.0, horizon=4)
 
 

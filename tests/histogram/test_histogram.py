@@ -738,6 +738,8 @@ def test_php_refuses_totals_where_its_float64_scores_round_past_lemma_2(key):
     with pytest.raises(ValueError, match=r"2\*\*40") as err:
         H.php(key, h, epsilon=1.0)
     assert "3228029451226543" not in str(err.value)
+    assert "segment errors" in str(err.value) and "transform" not in str(err.value)  # (found in review: P-HP's refusal
+    # spoke of a transform it does not have)
     rng = np.random.default_rng(1)
     small = (h // 2**13).astype(np.int64)  # Σh below 2⁴⁰: accepted, and the computed move stays within Lemma 2
     assert small.sum() <= 2**40
@@ -779,6 +781,8 @@ def test_releases_under_jit_are_refused_with_the_way_to_batch_and_vmap_over_keys
     # this refusal found it refused vmap too)
     mapped = jax.vmap(lambda k: H.publish(k, h, method=method, epsilon=1.0, **kw).counts)(keys)
     np.testing.assert_array_equal(np.asarray(mapped), np.asarray(batched))
+    with pytest.raises(TypeError, match="concrete epsilon"):  # found in review: JAX's ConcretizationTypeError
+        jax.jit(lambda e: H.publish(key, h, method=method, epsilon=e, **kw).counts)(1.0)
 
 
 def test_grid_limits_bound_what_each_method_snaps_not_the_total(key):

@@ -556,6 +556,15 @@ def test_grid_ledger_reports_exactly_the_budgets_the_noise_spent(key, monkeypatc
         jax.clear_caches()  # no later test may reuse the recording trace
 
 
+def test_a_traced_epsilon_is_refused_and_errors_give_1_based_timestamps(key):
+    """Found in review: a traced ε ended in JAX's ConcretizationTypeError, and a negative count in the second
+    timestamp was reported at "timestamp 1" (0-based, where the API's timestamps are 1-based)."""
+    with pytest.raises(TypeError, match="concrete epsilon"):
+        jax.jit(lambda e: wevent.run(key, np.ones((3, 2)), method="bd", w=2, epsilon=e).releases)(1.0)
+    with pytest.raises(ValueError, match=r"row 1 \(0-based; timestamp 2 of this call"):
+        wevent.run(key, [[1.0], [-1.0]], method="uniform", w=1, epsilon=1.0)
+
+
 def test_every_draw_has_its_own_key_and_groups_their_own_sensitivity(key, mechanism_calls):
     """Found in an audit of the tests: BD's dissimilarity drawn with the publication's key (with float64 noise a
     published count then reveals the noisy decision exactly), and `run_partitioned`'s group dissimilarity calibrated
