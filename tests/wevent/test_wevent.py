@@ -522,6 +522,7 @@ def test_every_window_spends_at_most_epsilon_exactly_in_rationals(key, noise):
     check(np.concatenate([q.eps1 for q in parts]), np.concatenate([q.eps2 for q in parts]), 7, 0.3)
 
 
+@pytest.mark.slow  # (three grid programs traced afresh through the recorder: ≈ 20 s; CI runs it in the slow step)
 def test_grid_ledger_reports_exactly_the_budgets_the_noise_spent(key, monkeypatch):
     """Found in review: with noise="grid" the kernels spent float64 budgets and reported them rounded down to float32,
     so the ledger under-reported ε spent by up to a float32 ulp (0.021428570 reported, 0.021428571428 spent). Every
