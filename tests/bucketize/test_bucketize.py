@@ -311,6 +311,13 @@ def test_publish_tables_and_fake_values(key):
     k1, k2 = jax.random.split(key)
     assert not np.array_equal(B.publish(k1, qi, sa, bk, fake=2).st_value, B.publish(k2, qi, sa, bk, fake=2).st_value)
     assert np.array_equal(B.publish(key, qi, sa, bk, fake=2).st_value, t.st_value)
+    # each value's records are dealt to its places at random (found in an audit of the tests: without the dealing
+    # every record sat in the bucket the bucketing gave it, for every key, and the QIT shuffle alone passed)
+    for k in jax.random.split(key, 3):
+        p = B.publish(k, qi, sa, bk)
+        in_bucket = np.empty(sa.size, np.int64)
+        in_bucket[p.row] = p.bucket
+        assert np.mean(in_bucket == bk.bucket) < 0.5
     with pytest.raises(TypeError, match="typed PRNG key"):
         B.publish(0, qi, sa, bk)
     with pytest.raises(ValueError, match="fake"):

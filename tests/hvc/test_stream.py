@@ -45,6 +45,45 @@ def test_predictions_are_clipped_and_fall_back_to_midpoint():
     np.testing.assert_allclose(start, np.broadcast_to([0.5, 1.0], start.shape))  # data-independent start
 
 
+def test_a_block_that_spends_nothing_reads_nothing_of_its_records(key):
+    """A block with ε = 0 releases its frame's base; found in an audit of the tests, two mutants passed: its history
+    entry kept the raw block (a later history-reading prediction then read unpaid raw data), and its mode stayed
+    the one the mechanism drew from the raw block at an uncharged placeholder budget (releasing another prediction).
+    With modes that read history, over several keys and two different blocks: the mode is frame_mean, the release
+    the base, and the history holds the release."""
+    cfg = jaxdp.HVCConfig(4, 3, modes=("frame_mean", "midpoint", "column_mean", "inter"))
+    prm = codec.params(cfg, np.zeros(2), np.full(2, 10.0), np.float32)
+    state, _, _ = codec.step(cfg, prm, codec.init(cfg, 2, np.float32), np.full((4, 2), 9.0), key, 50.0,
+                             base=np.full(2, 5.0))  # fmt: skip
+    frame_mean = predict.mode_names(cfg.modes, cfg.history).index("frame_mean")
+    for block in (np.full((4, 2), 9.0), np.array([[9.0, 1.0], [8.0, 2.0], [0.5, 9.5], [7.0, 3.0]])):
+        for k in jax.random.split(jax.random.fold_in(key, 1), 6):
+            after, released, info = codec.step(cfg, prm, state, block, k, 0.0, base=np.full(2, 2.0))
+            assert int(info.mode) == frame_mean
+            np.testing.assert_array_equal(np.asarray(released), np.full((4, 2), 2.0, np.float32))
+            np.testing.assert_array_equal(np.asarray(after.history[0]), np.asarray(released))
+
+
+def test_a_nan_reaches_the_mode_choice_as_the_midpoint(key):
+    """A NaN is coded as the domain midpoint before anything reads the block (found in an audit of the tests: without
+    it NaN made every mode score NaN and the mechanism chose mode 0 with certainty — a record with NaN and one at the
+    midpoint then had disjoint mode distributions — and the test of NaN inputs used one mode, with no score)."""
+    cfg = jaxdp.HVCConfig(4, 3, modes=predict.PAPER_MODES, prune=False)
+    prm = codec.params(cfg, np.zeros(2), np.full(2, 10.0), np.float32)
+    rng = np.random.default_rng(0)
+    state, _, _ = codec.step(cfg, prm, codec.init(cfg, 2, np.float32), rng.uniform(0, 10, (4, 2)), key, 5.0)
+    bad = rng.uniform(0, 10, (4, 2))
+    bad[1, 0] = np.nan
+    mid = np.where(np.isnan(bad), 5.0, bad)
+    modes = []
+    for k in jax.random.split(jax.random.fold_in(key, 2), 12):
+        a, b = (codec.step(cfg, prm, state, x, k, 5.0) for x in (bad, mid))
+        assert int(a[2].mode) == int(b[2].mode)
+        np.testing.assert_array_equal(np.asarray(a[1]), np.asarray(b[1]))
+        modes.append(int(a[2].mode))
+    assert len(set(modes)) > 1  # the choice is random here (under the mutant: always mode 0)
+
+
 def test_released_block_is_prediction_plus_inverse_of_noisy_retained_coefficients(key, x64):
     cfg = small_config(clip_output=False, prune=False, kinds=("dct",), modes=predict.PAPER_MODES)
     lo, hi, _ = codec.resolve_bounds(SMALL_BOUNDS)
@@ -833,6 +872,15 @@ def test_blocks_spend_at_most_their_frames_reported_budget(key, per_subject):
         assert np.all(spent_blocks <= frame_budget) and np.all(spent_blocks >= frame_budget * (1 - 2.0**-22))
         if per_subject is None:  # a record may be in every frame: the frames' budgets add up, to at most ε
             assert sum(spent_blocks[block_frame == f].max() for f in range(sizes.size)) <= 1.0
+
+
+def test_bounds_read_from_the_data_make_a_default_release_not_private(key):
+    """`bounds="data"` reads the data: not private, whatever else the config says (found in an audit of the tests: the
+    batch front end ignoring it passed, as the one test with data bounds used the paper preset, whose reordering
+    alone makes it not private)."""
+    x = jaxdp.datasets.load_census()[:64]
+    assert not jaxdp.anonymize(key, x, jaxdp.HVCConfig(8, 4), epsilon=3.0, bounds="data").private
+    assert jaxdp.anonymize(key, x, jaxdp.HVCConfig(8, 4), epsilon=3.0, bounds=jaxdp.datasets.census_bounds()).private
 
 
 def test_batch_and_streaming_compute_alike_in_x64_mode(key, x64):
