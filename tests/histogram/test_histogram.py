@@ -544,6 +544,7 @@ def test_dft_sensitivity_bound_beyond_the_exact_table_is_an_upper_bound(x64, n, 
     assert H.dft_sensitivity(4096)[9] == pytest.approx(0.134, abs=0.002)  # vs √9 = 3 (the paper's bound)
 
 
+@pytest.mark.slow  # (clears JAX's caches: the worker's later tests would trace their programs again)
 def test_efpa_and_spa_choose_k_and_draw_noise_with_different_keys(key, mechanism_calls):
     """Found in an audit of the tests: EFPA with one key for the choice of k and for the noise (the noise then
     correlates with the private choice: P(DC noise > 0 | k = 1) = 0.29) passed. Each draw is recorded."""

@@ -566,6 +566,7 @@ def test_a_traced_epsilon_is_refused_and_errors_give_1_based_timestamps(key):
         wevent.run(key, [[1.0], [-1.0]], method="uniform", w=1, epsilon=1.0)
 
 
+@pytest.mark.slow  # (clears JAX's caches: the worker's later tests would trace their programs again)
 def test_every_draw_has_its_own_key_and_groups_their_own_sensitivity(key, mechanism_calls):
     """Found in an audit of the tests: BD's dissimilarity drawn with the publication's key (with float64 noise a
     published count then reveals the noisy decision exactly), and `run_partitioned`'s group dissimilarity calibrated
