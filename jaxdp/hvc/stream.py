@@ -587,13 +587,15 @@ class _FrameMeans:
         if not self.share:
             return float("nan"), None
         d = self.width.shape[0]
-        with np.errstate(over="ignore", divide="ignore"):
-            anything = float(np.sqrt(4 * d * self.lap1 / (_LIVE_FRACTION * np.sum(self.width**2))) / self.eps_ql)
-            seen = None
-            if self.weights is not None and np.ndim(self.weights[1]) == 0 and self.weights[1] > 0:
-                energy = float(np.sum(np.maximum(self.sums[1] / self.weights[1], 0.0)))
-                seen = float(np.sqrt(d * self.lap1 / (_LIVE_FRACTION * energy)) / self.eps_ql) if energy > 0 else np.inf
-        return anything, seen
+
+        def needed(energy):  # the smallest ε_f with lap₁/(ε_QL·ε_f)² ≤ _LIVE_FRACTION·energy/d (the rule of `estimates`)
+            with np.errstate(over="ignore", divide="ignore"):
+                return float(np.sqrt(d * self.lap1 / (_LIVE_FRACTION * energy)) / self.eps_ql)
+
+        seen = None
+        if self.weights is not None and np.ndim(self.weights[1]) == 0 and self.weights[1] > 0:
+            seen = needed(float(np.sum(np.maximum(self.sums[1] / self.weights[1], 0.0))))  # the running noisy variance
+        return needed(np.sum(self.width**2) / 4), seen  # V at its largest, ΣΛ²/4
 
     def grid_frames(self, sizes, eps_frames, possible):
         """With ``noise="grid"``: ``(asked, possible)`` per frame — the means query is asked where the exact sampler
@@ -824,17 +826,10 @@ def _block_inputs(config, epsilon, layer: _FrameMeans, key, blocks, rows, eps, b
     pad_energy = (blocks.shape[1] - real) * np.sum((0.5 * layer.width - base_b) ** 2, axis=-1)
     energy_b = real * energy[..., block_frame] + pad_energy
     eps_b = share[..., block_frame] * eps  # 0 for the blocks of a frame whose blocks are not live
-    return codec.BlockInputs(jnp.asarray(_round_down(eps_b, dtype)), jnp.asarray(base_b, dtype),
+    # the budgets rounded toward 0: never above the frame's share (the frames' 2⁻⁴⁵ shrink does not survive a float32
+    # cast to nearest: found in an audit of the tests, two frames of ε = 1 spent 1.0000000149)
+    return codec.BlockInputs(jnp.asarray(_host.round_toward_zero(eps_b, dtype)), jnp.asarray(base_b, dtype),
                              jnp.asarray(energy_b, dtype))
-
-
-def _round_down(x, dtype) -> np.ndarray:
-    """`x` (float64) in `dtype`, each value rounded toward 0: the blocks' budgets never exceed the frame's share.
-    Found in an audit of the tests: rounded to nearest in float32, the blocks of two frames of ε = 1 spent
-    0.85714287 + 0.14285715 = 1.0000000149 (the frames' 2⁻⁴⁵ shrink does not survive a float32 cast)."""
-    x = np.asarray(x, np.float64)
-    y = x.astype(dtype)
-    return np.where(y.astype(np.float64) > x, np.nextafter(y, np.zeros((), y.dtype)), y)
 
 
 def _shift_params(config, lo, hi, dtype):

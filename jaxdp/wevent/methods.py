@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from jaxdp import _validate, mechanisms, programs
+from jaxdp import _host, _validate, mechanisms, programs
 from jaxdp.mechanisms import exact
 
 MAX_WINDOW = 1 << 24  # w: the window's budgets are kept in a buffer of w entries
@@ -542,16 +542,10 @@ def _released(result: WEventResult, noise) -> WEventResult:
     if noise != "grid":
         return result
     dtype = _validate.float_dtype()
-    return result._replace(releases=result.releases.astype(dtype), eps1=jnp.asarray(_ledger_down(result.eps1, dtype)),
-                           eps2=jnp.asarray(_ledger_down(result.eps2, dtype)))
-
-
-def _ledger_down(eps, dtype):
-    """A float64 ledger in `dtype`, each entry rounded toward 0 (exact: the kernels spend budgets of the default
-    float dtype, `_budget_dtype`)."""
-    eps = np.asarray(eps, np.float64)
-    out = eps.astype(dtype)
-    return np.where(out.astype(np.float64) > eps, np.nextafter(out, np.zeros((), dtype)), out)
+    # the ledger rounded toward 0 (exact: the kernels spend budgets of the default float dtype, `_budget_dtype`)
+    return result._replace(releases=result.releases.astype(dtype),
+                           eps1=jnp.asarray(_host.round_toward_zero(result.eps1, dtype)),
+                           eps2=jnp.asarray(_host.round_toward_zero(result.eps2, dtype)))
 
 
 def _check_shift(shift, method, d, w) -> bool:

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from jaxdp import _validate, mechanisms
+from jaxdp import _host, _validate, mechanisms
 from jaxdp.wevent.methods import (
     MAX_WINDOW,
     _SINCE_CAP,
@@ -22,7 +22,6 @@ from jaxdp.wevent.methods import (
     _budget_dtype,
     _down,
     _eps_down,
-    _ledger_down,
     _spent,
     _min_publication_budget,
     _quanta,
@@ -192,7 +191,7 @@ def run_partitioned(key: jax.Array, counts, *, method: str, w: int, epsilon: flo
             out = jax.vmap(lambda k: _run_partitioned(k, data, eps_k, **kw))(key)
     if noise == "grid":  # released in the default float dtype, as before (a cast of the release)
         dtype = _validate.float_dtype()
-        out = out._replace(releases=out.releases.astype(dtype), eps1=jnp.asarray(_ledger_down(out.eps1, dtype)),
-                           eps2=jnp.asarray(_ledger_down(out.eps2, dtype)),
-                           group_eps2=jnp.asarray(_ledger_down(out.group_eps2, dtype)))
+        down = _host.round_toward_zero  # the ledger: exact (the kernel spends budgets of this dtype)
+        out = out._replace(releases=out.releases.astype(dtype), eps1=jnp.asarray(down(out.eps1, dtype)),
+                           eps2=jnp.asarray(down(out.eps2, dtype)), group_eps2=jnp.asarray(down(out.group_eps2, dtype)))
     return out
