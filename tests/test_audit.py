@@ -33,6 +33,7 @@ def test_clopper_pearson_matches_known_values():
     assert lo == pytest.approx(0.1871, abs=1e-4) and hi == pytest.approx(0.8129, abs=1e-4)
 
 
+@pytest.mark.slow  # (an audit, ≈ 4 s; CI's second step)
 def test_audit_pairs_finds_the_worst_neighbour(key):
     # Only row 0 is noised weakly; the search must pick a pair that changes row 0.
     def mech(k, x):

@@ -148,7 +148,7 @@ def test_two_size_search_with_pruning_equals_exhaustive_search():
             assert B.valid_two_size(o, fp, s1, b1, s2, b2)
 
 
-@pytest.mark.parametrize("size", ["small", "large"])
+@pytest.mark.parametrize("size", ["small", pytest.param("large", marks=pytest.mark.slow)])  # (large: ≈ 5 s, CI's second step)
 def test_vectorized_two_size_search_returns_the_sequential_scans_setting(size):
     """All size pairs searched at once = the paper's sequential scan with pruning: the same setting, not
     only the same loss (ties go to the first pair in scan order in both)."""

@@ -82,6 +82,7 @@ def test_recovery_is_exact_for_sparse_inputs_without_noise(basis, n, s, key, x64
     np.testing.assert_allclose(rec, d, atol=1e-6 * np.abs(d).max())
 
 
+@pytest.mark.slow  # (brute force; CI's second step)
 def test_min_c5_is_the_true_sensitivity_of_the_score_by_brute_force(x64):
     for basis, n in (("haar", 16), ("dct", 12)):
         psi = C.basis_matrix(basis, n)

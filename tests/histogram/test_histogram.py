@@ -55,7 +55,7 @@ def test_haar_matrix_is_orthonormal_and_the_haar_basis_from_its_definition(n):
 
 
 # ------------------------------------------------------------------ range absolute deviation kernel
-@pytest.mark.parametrize("n", [1, 2, 5, 16, 37, 64])
+@pytest.mark.parametrize("n", [1, 2, 5, 16] + [pytest.param(n, marks=pytest.mark.slow) for n in (37, 64)])
 def test_abs_dev_matches_brute_force(n, dtype):
     rng = np.random.default_rng(n)
     x = rng.integers(0, 40, n).astype(np.float64)
@@ -77,6 +77,7 @@ def _neighbours(h):
                 yield g
 
 
+@pytest.mark.slow  # (brute force, ≈ 5 s; CI's second step)
 def test_theorem6_efpa_and_spa_score_sensitivity_is_one_by_brute_force(x64):
     worst = {"efpa": 0.0, "spa": 0.0}
     for n in (2, 3, 4):
@@ -91,6 +92,7 @@ def test_theorem6_efpa_and_spa_score_sensitivity_is_one_by_brute_force(x64):
     assert worst["efpa"] > 0.8  # nearly attained: √((n−1)/n) for n = 4 (the DC term is always kept)
 
 
+@pytest.mark.slow  # (brute force; CI's second step)
 def test_lemma2_php_error_sensitivity_is_at_most_two_by_brute_force(x64):
     worst = 0.0
     for n in (2, 3, 4):
@@ -285,7 +287,7 @@ def _php_exact(h, eps):
 
 
 @pytest.mark.parametrize("noise", ["float", pytest.param("grid", marks=pytest.mark.slow)])
-@pytest.mark.parametrize("h", [[0, 5, 5, 1], [3, 0, 0, 4, 4, 0], [9, 0, 1, 0, 7]])
+@pytest.mark.parametrize("h", [[0, 5, 5, 1]] + [pytest.param(h, marks=pytest.mark.slow) for h in ([3, 0, 0, 4, 4, 0], [9, 0, 1, 0, 7])])
 def test_php_level_parallel_execution_has_the_fifo_algorithms_distribution(h, key, x64, noise):
     """Also for noise="grid": the exact per-segment exponential mechanisms (integer scores on a grid of
     Δ/256, which moves these probabilities by < 0.2 %) give the FIFO algorithm's distribution."""
@@ -512,7 +514,7 @@ def test_efpa_penalty_is_the_error_of_the_noise_it_adds(key, x64):
 
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 8, 16, 33])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 8] + [pytest.param(n, marks=pytest.mark.slow) for n in (16, 33)])
 def test_dft_sensitivity_is_exact_by_brute_force(n, x64):
     # every bin's unit change, through the orthonormal real DFT: L1 / L2 norms of the first z coordinates
     cols = np.asarray(transforms.rdft(jnp.eye(n, dtype=jnp.float64)))  # row i = rdft(e_i)
@@ -524,7 +526,7 @@ def test_dft_sensitivity_is_exact_by_brute_force(n, x64):
         assert np.all(exact <= paper + 1e-12)
 
 
-@pytest.mark.parametrize("n, random_z", [(8193, 0), (8194, 40)])
+@pytest.mark.parametrize("n, random_z", [(8193, 0), pytest.param(8194, 40, marks=pytest.mark.slow)])
 def test_dft_sensitivity_bound_beyond_the_exact_table_is_an_upper_bound(x64, n, random_z):
     """Beyond the exact table (n > 8192) the closed-form bound is used: at least the brute-force maximum at every z
     checked, odd n and even n, the smallest z included (found in an audit of the tests: a lone cosine counted 1

@@ -26,6 +26,7 @@ def test_grid_outputs_are_exact_multiples_of_the_spacing(key):
     np.testing.assert_array_equal(out, np.asarray(flat).reshape(xs.shape))
 
 
+@pytest.mark.slow  # (a statistical run; the sampler's own PMF tests are in tests/mechanisms; CI's second step)
 def test_grid_noise_is_discrete_laplace_with_the_scale(key, x64):
     b, gamma = 2.0, 2.0**-4
     z = np.asarray(mechanisms.grid_laplace(key, jnp.zeros(200_000), scale=b, spacing=gamma)) / gamma

@@ -122,7 +122,7 @@ def test_selection_pmf_is_the_softmax_of_the_scores_over_lemma3s_sensitivity(the
     assert got.max() < 0.9  # not a degenerate PMF: the scale matters
 
 
-@pytest.mark.parametrize("accounting", ["paper", "joint"])
+@pytest.mark.parametrize("accounting", [pytest.param("paper", marks=pytest.mark.slow), "joint"])  # (statistical)
 def test_noise_on_retained_coefficients_is_laplace_with_theorem1_scales(key, accounting, x64):
     n, d = 4, 3
     width = np.array([5.0, 1.0, 2.0])

@@ -82,7 +82,7 @@ def _neighbours(x, lo, hi):
 
 
 @pytest.mark.parametrize("theta", [0.5, 1.0])
-@pytest.mark.parametrize("kinds", [("dct", "dst", "dht"), ("dht",), ("dct", "identity")])
+@pytest.mark.parametrize("kinds", [("dct", "dst", "dht")] + [pytest.param(k, marks=pytest.mark.slow) for k in (("dht",), ("dct", "identity"))])
 def test_lemma3_bounds_hold_by_bruteforce(theta, kinds, x64):
     rng = np.random.default_rng(3)
     n, d = 3, 3
@@ -154,7 +154,7 @@ def test_joint_loss_equals_bruteforce(kind, n, d):
 
 
 @pytest.mark.parametrize("kind", ["dct", "dst", "dht"])
-@pytest.mark.parametrize("n, d, order", [(3, 3, "zigzag"), (4, 2, "diagonal"), (2, 6, "zigzag")])
+@pytest.mark.parametrize("n, d, order", [(3, 3, "zigzag")] + [pytest.param(*c, marks=pytest.mark.slow) for c in ((4, 2, "diagonal"), (2, 6, "zigzag"))])
 def test_joint_accounting_spends_exactly_the_budget_by_bruteforce(kind, n, d, order):
     width = np.random.default_rng(7).uniform(0.5, 2.0, size=d)
     idx = orders.get(order, n, d)

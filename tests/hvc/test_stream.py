@@ -363,6 +363,7 @@ def test_reorder_respects_the_footrule_and_beats_identity(cost, strategy):
     assert np.sum((x[perm] - x_hat) ** 2) == pytest.approx(best)
 
 
+@pytest.mark.slow  # (its programs hold Algorithm 2's host callback, which JAX's persistent cache cannot keep: ≈ 9 s of compilation in every run; CI's second step)
 def test_paper_reordering_is_flagged_non_private_and_bounded(key):
     records = CENSUS[:120]
     cfg = jaxdp.HVCConfig.paper(8, 3)

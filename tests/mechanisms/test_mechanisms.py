@@ -198,7 +198,7 @@ def test_gemm_prefix_sums_equal_numpy(size, x64):
     )
 
 
-@pytest.mark.parametrize("dim", [1, 2, 7, 10])
+@pytest.mark.parametrize("dim", [1, 10] + [pytest.param(d, marks=pytest.mark.slow) for d in (2, 7)])
 def test_l2_norm_noise_norm_is_gamma_dim_and_direction_uniform(key, dtype, dim):
     """K-norm noise for L2: density ∝ exp(−ε‖z‖/Δ) in `dim` dimensions ⇔ ‖z‖ ~ Gamma(dim, scale Δ/ε) and z/‖z‖
     uniform on the sphere (odd and even dim: the Gamma((dim+1)/2) mixing variable is a sum of exponentials,
