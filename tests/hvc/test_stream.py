@@ -1243,6 +1243,7 @@ def test_grid_frames_whose_means_budget_the_sampler_cannot_take_are_refused(key)
     jaxdp.anonymize(key, np.full((12, 1), 0.5), cfg, epsilon=150.0, bounds=([0.0], [1.0]))  # within range: runs
 
 
+@pytest.mark.slow  # (records draws through a host callback and clears JAX's caches, as the other draw-recorder tests; CI's second step)
 def test_frame_mean_layer_queries_have_their_stated_sensitivities_and_distinct_keys(key, monkeypatch):
     """Every noise draw of the frame-mean layer goes through `mechanisms.laplace_mechanism`; recorded there (a host
     callback in a fresh trace): the variance query has L1 sensitivity ΣΛ²/r_f in every column, the mean queries

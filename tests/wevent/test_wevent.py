@@ -854,6 +854,7 @@ def test_decimal_counts_round_exactly_beyond_their_context_precision(key):
     np.testing.assert_allclose(np.asarray(got, np.float64), [[0.0, 3.0]], atol=1e-6)
 
 
+@pytest.mark.slow  # (records draws through a host callback and clears JAX's caches, as the other draw-recorder tests; CI's second step)
 @pytest.mark.parametrize("method", ["bd", "ba"])
 def test_dissimilarity_noise_is_calibrated_to_the_ledgers_eps1_and_sensitivity_1_over_d(key, monkeypatch, method):
     """Every noise draw goes through `mechanisms.laplace_mechanism`; recorded there (a host callback in a fresh
