@@ -26,10 +26,12 @@ Where this implementation departs from the paper (tested):
   state once and later sees the outputs subtracts the two and learns exact input sums (tested). Its
   outputs alone are ε-DP.
 * **CMCO's counters are calibrated jointly.** Appendix C runs each of the k counters ε-pan-privately on
-  an input that moves by 1/√k; k such counters compose to k·(1/√k)·√k… in total the k inputs move by
-  √k in L1, so independent ε-counters give √k·ε (not ε) if each is calibrated to its own 1/√k move,
-  and k·ε if calibrated to 1 as the text does. jaxdp calibrates the tree noise to the joint L1
-  sensitivity √k·Δ, which is ε-DP; the error is then √k times the paper's Theorem 2 claim.
+  its own input, which moves by 1/√k, with noise calibrated to that move (its error bound is
+  O(log^1.5(T)/(ε√k)) per counter): k counters at ε each spend k·ε in all (counters calibrated to a move
+  of 1 would spend √k·ε). In total the k inputs move by √k·Δ in L1; jaxdp calibrates the shared tree noise
+  to that joint sensitivity, which is ε-DP: each counter's noise, and the error, are then k times the
+  paper's Theorem 2 claim, which is a claim at k·ε (at ε in all, the paper's calibration would give each
+  counter ε/k: the same noise).
 * **C₅ is computed, not assumed.** The score's data term ``C₂‖x − x_S‖₁/√S`` moves by at most
   ``C₂·Δ·max_j ‖Ψᵀe_j‖₁/√S`` (the tail-sum is 1-Lipschitz in L1): a constant ≈ 2.4·C₂ for Haar, but
   growing like √n for the DCT. `min_c5` computes it; a smaller user C₅ is rejected.

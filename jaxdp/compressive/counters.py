@@ -66,7 +66,8 @@ def tree_counter(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: floa
 def _float64_sums(key, stream, epsilon, l1_sensitivity, horizon, noise):
     """Validate; the tree counter's float64 prefix sums and the release dtype of `noise`."""
     _validate.key(key, max_ndim=1)  # a key array [R]: R releases (found in review: refused, against the convention)
-    _validate.positive_scalar("epsilon", epsilon)
+    epsilon = float(_validate.eager_epsilon(epsilon, "the tree counter"))  # a Python float: in float32, ε/(L + 1)
+    # rounded up (found in review: three registers at float32(1)/3 spent 1.0000000298)
     _validate.positive_scalar("l1_sensitivity", l1_sensitivity)
     noise = _tree_noise(noise)
     with mechanisms.precision(noise):
@@ -209,7 +210,7 @@ class TreeCounter:
                  noise: str = "float"):
         _validate.one_key(key, "TreeCounter")
         self._noise = _tree_noise(noise)
-        _validate.positive_scalar("epsilon", epsilon)
+        epsilon = float(_validate.eager_epsilon(epsilon, "TreeCounter"))  # a Python float (as `tree_counter`)
         _validate.positive_scalar("l1_sensitivity", l1_sensitivity)
         self._horizon = _validate.size("horizon", horizon, hi=MAX_HORIZON, why="one key per timestep is drawn up "
                                        "front (found in review: 10¹⁸ aborted the process inside XLA).")
@@ -284,7 +285,7 @@ def cmco(key: jax.Array, stream, *, epsilon: float, k: int, sparsity: int, times
       A list of D*_t arrays, shape ``[t]`` each (``[R, t]`` with a key array), in the order of `times`.
     """
     _validate.key(key, max_ndim=1)
-    _validate.positive_scalar("epsilon", epsilon)
+    epsilon = float(_validate.eager_epsilon(epsilon, "cmco"))  # a Python float (as `tree_counter`)
     _validate.positive_scalar("l1_sensitivity", l1_sensitivity)
     noise = _tree_noise(noise)
     with mechanisms.precision(noise):

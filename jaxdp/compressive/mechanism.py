@@ -207,7 +207,8 @@ def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig 
     if not _validate.is_concrete(key):  # found in review: under jax.vmap this ended in TracerArrayConversionError
         raise TypeError("compressive runs eagerly (S is drawn, then k samples of that size are taken): for R releases "
                         "pass a key array [R] (jax.random.split(key, R)) instead of jax.vmap, and call it outside jax.jit.")
-    _validate.positive_scalar("epsilon", epsilon)
+    epsilon = float(_validate.eager_epsilon(epsilon, "compressive.compressive"))  # a Python float: a float32 ε split
+    # in float32 overspent (found in review: ε_sel + ε_n = 0.70000005 for ε = float32(0.7))
     noise = mechanisms.check_noise(noise)
     v = _check_vector(d)
     if isinstance(config, CompressiveConfig) and k is None:
@@ -276,9 +277,10 @@ def _check_grid_every_k(n, epsilon, config, sparsity, k, l1):
     after the private choice of S spent ε_sel first and made retries a rejection sampler over S)."""
     ks, eps_noise = _candidate_ks(n, epsilon, config, sparsity, k)
     if ks.size:
-        mechanisms.check_grid_ratio(epsilon=eps_noise / config.l1_sensitivity, sensitivity=np.sqrt(ks), coordinates=ks)
+        delta = float(config.l1_sensitivity)
+        mechanisms.check_grid_ratio(epsilon=eps_noise, sensitivity=np.sqrt(ks) * delta, coordinates=ks)
         for k_ in ks:  # every sample |Φ_i·D| ≤ ‖D‖₁/√k
-            mechanisms.check_grid_values(l1 / np.sqrt(k_), sensitivity=np.sqrt(k_), coordinates=int(k_),
+            mechanisms.check_grid_values(l1 / np.sqrt(k_), sensitivity=np.sqrt(k_) * delta, coordinates=int(k_),
                                          what="samples ΦD")
 
 
@@ -302,7 +304,7 @@ def _compressive_public(key, d, epsilon, config, sparsity, k, noise):
     if k > n:
         raise ValueError(f"k = {k} samples exceed n = {n}: the projection would not compress; choose k <= n.")
     # noise="grid": every k the release may use was checked in `compressive`, before S was drawn
-    phi, y_star = _private_part(k_phi, k_noise, v, eps_noise / config.l1_sensitivity, k, kn, dtype)
+    phi, y_star = _private_part(k_phi, k_noise, v, eps_noise, k, kn, dtype, float(config.l1_sensitivity))
     out = _recover_jit(phi, y_star, s, _basis_key(config.basis), config.iterations, config.refit)
     return CompressiveResult(out, s, k, float(epsilon), True)
 
@@ -323,12 +325,14 @@ class _HashableMatrix:
         return isinstance(other, _HashableMatrix) and np.array_equal(self.m, other.m)
 
 
-def measure(key_phi: jax.Array, key_noise: jax.Array, d, *, epsilon, k: int, noise: str = "float"):
-    """Algorithm 1's measurement step (traceable core): ``(Φ, y* = ΦD + Lap(√k/ε)^k)``.
+def measure(key_phi: jax.Array, key_noise: jax.Array, d, *, epsilon, k: int, noise: str = "float",
+            l1_sensitivity: float = 1.0):
+    """Algorithm 1's measurement step (traceable core): ``(Φ, y* = ΦD + Lap(√k·Δ/ε)^k)``.
 
-    Privacy: Φ ∈ {±1/√k}^{k×n} is public (drawn from `key_phi`); for neighbours at L1 distance ≤ 1 the k
-    samples ``ΦD`` move by at most √k in L1 (Appendix A), so ``y*`` is ε-DP. Scale `epsilon` by 1/Δ for
-    neighbours at distance Δ. Everything after it (sparse recovery) is post-processing. The product ΦD is
+    Privacy: Φ ∈ {±1/√k}^{k×n} is public (drawn from `key_phi`); for neighbours at L1 distance ≤ Δ =
+    `l1_sensitivity` the k samples ``ΦD`` move by at most √k·Δ in L1 (Appendix A), so ``y*`` is ε-DP. (Pass Δ
+    here, not ε/Δ as the budget: with ``noise="grid"`` the samples are snapped to a grid sized from the
+    sensitivity, and a review found ε/Δ with sensitivity √k spending up to 13ε at Δ = 3·10⁻⁴.) Everything after it (sparse recovery) is post-processing. The product ΦD is
     computed in the dtype of `d`: in float32 it rounds at the magnitude of the sums, which for large values
     moves neighbours' ΦD by more than √k; pass a float64 `d` (under ``jax.enable_x64``) as `compressive` does.
 
@@ -336,6 +340,7 @@ def measure(key_phi: jax.Array, key_noise: jax.Array, d, *, epsilon, k: int, noi
       ``(phi [k, n], y_star [k])`` in the dtype of `d`.
     """
     _validate.key(key_phi, "key_phi", max_ndim=0)  # found in review: legacy uint32 keys were accepted
+    _validate.positive_scalar("l1_sensitivity", l1_sensitivity)
     _validate.key(key_noise, "key_noise", max_ndim=0)
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k (the number of measurements) must be an integer >= 1, got {k!r}.")
@@ -350,13 +355,16 @@ def measure(key_phi: jax.Array, key_noise: jax.Array, d, *, epsilon, k: int, noi
         if same:  # found in review: one key for the public Φ and the noise gives the noise's signs away
             raise ValueError("measure needs two different keys for Φ (public) and the noise: split one key.")
     pm = _signs(key_phi, (k, d.shape[0]), d.dtype)  # Φ = pm/√k: `projection(key_phi, k, n)`
-    return pm / jnp.sqrt(jnp.asarray(k, d.dtype)), _noisy_samples(key_noise, pm, d, epsilon, k, noise)
+    return pm / jnp.sqrt(jnp.asarray(k, d.dtype)), _noisy_samples(key_noise, pm, d, epsilon, k, noise,
+                                                                   float(l1_sensitivity))
 
 
-def _noisy_samples(key_noise, pm, d, epsilon, k, noise):
-    """y* = ΦD + Lap(√k/ε)^k in the dtype of `d` (pm: Φ's ±1 signs): `measure`'s and `compressive`'s one copy (found
-    in an audit of the tests: `compressive` had its own, where a sensitivity of 1 for √k passed every test)."""
-    return mechanisms.laplace_mechanism(key_noise, _samples(pm, d), epsilon=epsilon, sensitivity=math.sqrt(k),
+def _noisy_samples(key_noise, pm, d, epsilon, k, noise, delta):
+    """y* = ΦD + Lap(√k·Δ/ε)^k in the dtype of `d` (pm: Φ's ±1 signs): `measure`'s and `compressive`'s one copy (found
+    in an audit of the tests: `compressive` had its own, where a sensitivity of 1 for √k passed every test). The
+    samples' sensitivity √k·Δ goes to the mechanism as it is (not folded into ε: the grid sampler sizes its grid,
+    and the snapping it adds to the sensitivity, from it)."""
+    return mechanisms.laplace_mechanism(key_noise, _samples(pm, d), epsilon=epsilon, sensitivity=math.sqrt(k) * delta,
                                         noise=noise, coordinates=k)  # every sample moves
 
 
@@ -382,8 +390,8 @@ def _draw_sparsity(k_sel, v, config, c5, eps_sel, eps_noise, noise):
         return np.asarray(jax.vmap(draw)(k_sel) if k_sel.ndim else draw(k_sel))
 
 
-def _private_part(k_phi, k_noise, v, eps_noise, k, noise, dtype):
-    """Algorithm 1's measurement, ``y* = ΦD + Lap(√k/ε)^k``, computed in float64 whatever the release dtype;
+def _private_part(k_phi, k_noise, v, eps_noise, k, noise, dtype, delta):
+    """Algorithm 1's measurement, ``y* = ΦD + Lap(√k·Δ/ε)^k`` (Δ = `delta`), computed in float64 whatever the release dtype;
     returns ``(Φ, y*)`` in `dtype` (Φ drawn in `dtype` from the same key: the same signs; the cast of y* is
     post-processing). `k_phi`/`k_noise` may be key arrays ``[R]`` (then ``[R, k, n]``, ``[R, k]``).
 
@@ -396,14 +404,14 @@ def _private_part(k_phi, k_noise, v, eps_noise, k, noise, dtype):
         d64 = jnp.asarray(v, np.float64)
         eps = jnp.asarray(eps_noise, np.float64)
         if k_phi.ndim:
-            return jax.vmap(lambda a, b: _measure_jit(a, b, d64, eps, k, noise, np.dtype(dtype)))(k_phi, k_noise)
-        return _measure_jit(k_phi, k_noise, d64, eps, k, noise, np.dtype(dtype))
+            return jax.vmap(lambda a, b: _measure_jit(a, b, d64, eps, k, noise, np.dtype(dtype), delta))(k_phi, k_noise)
+        return _measure_jit(k_phi, k_noise, d64, eps, k, noise, np.dtype(dtype), delta)
 
 
-@functools.partial(jax.jit, static_argnums=(4, 5, 6))
-def _measure_jit(k_phi, k_noise, d64, eps, k, noise, dtype):
+@functools.partial(jax.jit, static_argnums=(4, 5, 6, 7))
+def _measure_jit(k_phi, k_noise, d64, eps, k, noise, dtype, delta):
     pm = _signs(k_phi, (k, d64.shape[0]), dtype)  # exactly ±1; Φ = pm/√k = `projection(k_phi, k, n, dtype)`
-    y_star = _noisy_samples(k_noise, pm, d64, eps, k, noise)  # as `measure` in float64
+    y_star = _noisy_samples(k_noise, pm, d64, eps, k, noise, delta)  # as `measure` in float64
     return pm / jnp.sqrt(jnp.asarray(k, dtype)), y_star.astype(dtype)
 
 
@@ -467,13 +475,13 @@ def _compressive_many(keys, d, epsilon, config, sparsity, k_given, noise):
     split = jax.vmap(lambda kk: jax.random.split(kk, 3))(keys)
     if sparsity is None:
         eps_sel = config.select_fraction * epsilon
-        eps_noise = (epsilon - eps_sel) / config.l1_sensitivity
-        s_all = _draw_sparsity(split[:, 1], v, config, c5, eps_sel, eps_noise, kn)
+        eps_noise = epsilon - eps_sel
+        s_all = _draw_sparsity(split[:, 1], v, config, c5, eps_sel, eps_noise / config.l1_sensitivity, kn)
     else:
         s_pub = _validate.size("sparsity", sparsity)
         if s_pub > n:
             raise ValueError(f"sparsity S = {s_pub} exceeds n = {n}.")
-        eps_noise = epsilon / config.l1_sensitivity
+        eps_noise = epsilon
         s_all = np.full(keys.shape[0], s_pub, np.int64)
     out = np.zeros((keys.shape[0], n), dtype)
     ks = np.zeros(keys.shape[0], np.int64)
@@ -482,7 +490,8 @@ def _compressive_many(keys, d, epsilon, config, sparsity, k_given, noise):
         k = measurements(n, int(s_), config.c_k) if k_given is None else _validate.size("k", k_given)
         if k > n:
             raise ValueError(f"k = {k} samples exceed n = {n}: the projection would not compress; choose k <= n.")
-        phi, y_star = _private_part(split[idx, 0], split[idx, 2], v, eps_noise, k, kn, dtype)
+        phi, y_star = _private_part(split[idx, 0], split[idx, 2], v, eps_noise, k, kn, dtype,
+                                    float(config.l1_sensitivity))
         run = jax.vmap(lambda a, b: _recover_jit(a, b, int(s_), _basis_key(config.basis), config.iterations,
                                                  config.refit))
         out[idx] = np.asarray(run(phi, y_star))

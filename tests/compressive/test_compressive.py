@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
+import jaxdp
 from jaxdp import compressive as C
 
 ALPHA = 1e-4
@@ -388,6 +389,64 @@ def test_noise_options_exact_where_it_exists(key):
               lambda: C.TreeCounter(key, epsilon=1.0, horizon=4, noise="grid")):
         with pytest.raises(ValueError, match="exact"):
             f()
+
+
+def test_grid_samples_are_snapped_to_a_grid_sized_from_their_sensitivity_sqrt_k_delta(key, x64):
+    """Found in review: with Δ = `l1_sensitivity` < 1 the samples went to the mechanism as budget ε/Δ and sensitivity √k,
+    so the grid sampler snapped them to a grid sized for √k (γ = 2⁻¹¹ at k = 64) while they move by only √k·Δ:
+    neighbours on rounding boundaries were told apart at up to 13ε (Δ = 3·10⁻⁴). The grid must be sized from √k·Δ."""
+    k, delta = 64, 1e-3
+    d = jnp.asarray(np.random.default_rng(0).integers(0, 5, 256) * delta, jnp.float64)
+    k_phi, k_noise = jax.random.split(key)
+    _, y = C.measure(k_phi, k_noise, d, epsilon=1.0, k=k, noise="grid", l1_sensitivity=delta)
+    y = np.asarray(y)
+    fine = float(jaxdp.mechanisms.grid_spacing(math.sqrt(k) * delta / k))  # m·γ ≤ √k·Δ/256
+    coarse = float(jaxdp.mechanisms.grid_spacing(math.sqrt(k) / k))  # the grid of sensitivity √k
+    np.testing.assert_array_equal(y / fine, np.round(y / fine))
+    assert not np.all(y / coarse == np.round(y / coarse))  # (2⁻¹¹ apart: the coarse grid's snapping alone moves
+    # neighbours by up to k·2⁻¹¹ = 0.031 in L1, 4× the √k·Δ = 0.008 the noise is calibrated to)
+
+
+@pytest.mark.slow  # (records every draw through a host callback and clears JAX's caches; CI's second step)
+@pytest.mark.parametrize("sparsity", [4, None])
+def test_compressive_draws_its_samples_at_eps_n_with_sensitivity_sqrt_k_delta(key, mechanism_calls, sparsity):
+    """Every Laplace draw of `compressive` is calibrated to the samples' own sensitivity √k·Δ at ε_n (ε − ε_s) (found in
+    review: ε_n/Δ with sensitivity √k, which the grid sampler turned into an overspend)."""
+    eps, delta = np.float32(0.7), 0.25
+    cfg = C.CompressiveConfig(l1_sensitivity=delta)
+    d = C.synthetic_compressible(1, n=64)
+    res = C.compressive(key, d, epsilon=eps, config=cfg, sparsity=sparsity, noise="grid")
+    lap = [c for c in mechanism_calls if c[0] == "laplace"]
+    em = [c for c in mechanism_calls if c[0] == "exponential"]
+    assert len(lap) == 1 and len(em) == (0 if sparsity else 1)
+    _, _, eps_n, sens = lap[0]
+    # (the recorder's host callback receives float32 values here, so compare to float32 precision; the float32 ε's
+    # split is checked exactly in the tree counter's test below)
+    assert float(sens) == pytest.approx(math.sqrt(int(res.k)) * delta, rel=1e-6)  # not √k (the old calibration)
+    assert float(eps_n) == pytest.approx(float(eps) * (1 - cfg.select_fraction if sparsity is None else 1), rel=1e-6)
+
+
+@pytest.mark.slow  # (records every draw through a host callback and clears JAX's caches; CI's second step)
+def test_tree_counter_registers_spend_at_most_a_float32_epsilon(key, monkeypatch):
+    """Found in review: a float32 ε was divided over the L + 1 registers in float32 (float32(1)/3 = 0.33333334), so
+    three registers spent 1.0000000298ε. Every register budget the counter draws with is recorded (a fresh trace)."""
+    from jaxdp import mechanisms
+
+    calls, real = [], mechanisms.laplace_noise
+
+    def recording(k, shape, *, epsilon, sensitivity, dtype=None):
+        jax.debug.callback(lambda e: calls.append(float(e)), jnp.asarray(epsilon, jnp.float64))
+        return real(k, shape, epsilon=epsilon, sensitivity=sensitivity, dtype=dtype)
+
+    monkeypatch.setattr(mechanisms, "laplace_noise", recording)
+    jax.clear_caches()  # trace afresh, through the recording sampler
+    try:
+        C.tree_counter(key, np.ones(4), epsilon=np.float32(1.0))
+    finally:
+        monkeypatch.undo()
+        jax.clear_caches()  # no later test may reuse the recording trace
+    levels = 3  # horizon 4: L = 2, every input enters L + 1 = 3 registers
+    assert calls and all(e * levels <= 1.0 for e in calls)
 
 
 def test_exact_noise_is_on_the_grid_and_refused_where_it_does_not_exist(key):
