@@ -13,6 +13,7 @@ from jaxtyping import Array, Float
 
 from jaxdp import _validate, mechanisms
 from jaxdp.compressive.mechanism import (
+    ValuesClampedWarning,
     _basis_key,
     _check_vector,
     _HashableMatrix,
@@ -100,9 +101,6 @@ def _check_sums_fit(sensitivity, out):
                          f"beyond {top:.3g}; scale the data down or use noise=\"float64\".")
 
 
-class ValuesClampedWarning(UserWarning):
-    """A tree counter's inputs beyond its public cap (`value_cap`) were clamped to it. The number in the message is
-    read from the raw inputs: a curator-only diagnostic, not part of the release."""
 
 
 def value_cap(horizon: int, *, l1_sensitivity: float = 1.0) -> float:
@@ -129,9 +127,9 @@ def _clamp_values(x: np.ndarray, horizon: int, l1_sensitivity: float) -> np.ndar
     if not over.any():
         return x
     warnings.warn(ValuesClampedWarning(
-        f"{int(over.sum())} input value(s) beyond ±{cap:,.6g} (2**40 x l1_sensitivity / horizon, where the counter's "
-        "float64 registers keep the noise and the sensitivity) were clamped to it (curator-only: this count reads the "
-        "raw inputs)."), stacklevel=3)  # fmt: skip
+        f"input values beyond ±{cap:,.6g} (2**40 x l1_sensitivity / horizon, where the counter's float64 registers keep "
+        "the noise and the sensitivity) were clamped to it (curator-only: whether it fires reads the raw inputs; the "
+        "message names the public cap only)."), stacklevel=3)  # fmt: skip
     return np.clip(x, -cap, cap)
 
 

@@ -17,6 +17,26 @@ from jaxdp import _validate, mechanisms
 from jaxdp.compressive.recovery import _recover, min_c5, psi_ops
 from jaxdp._validate import vector as _check_vector  # the eager checks live in _validate
 
+
+class ValuesClampedWarning(UserWarning):
+    """Input values beyond a public cap were clamped to it (a tree counter's `value_cap`; the compressive mechanism's
+    and `laplace_identity`'s caps; the grid sampler's range). Clamping each value is 1-Lipschitz, so the sensitivity
+    and the privacy guarantee are kept; the release is biased where it happens. Whether the warning fires reads the
+    raw data: a curator-only diagnostic (its message names the public cap, never a count or a value). Found in
+    review: these releases used to be *refused* past their limits, and a refusal tells neighbours on either side of
+    a limit apart."""
+
+
+def _clamp_warned(v: np.ndarray, cap: float, why: str) -> np.ndarray:
+    """Each value of `v` clamped to [−cap, cap] (public), with a curator-only `ValuesClampedWarning` if any was."""
+    if np.any(np.abs(v) > cap):
+        import warnings
+
+        warnings.warn(ValuesClampedWarning(f"values beyond ±{cap:,.6g} ({why}) were clamped to it (curator-only: whether "
+                                           "this fires reads the raw data)."), stacklevel=4)
+        return np.clip(v, -cap, cap)
+    return v
+
 __all__ = ['measure', 'CompressiveConfig', 'sparsity_scores', 'max_sparsity', 'measurements', 'projection', 'CompressiveResult', 'compressive', 'laplace_identity']
 
 
@@ -190,7 +210,9 @@ def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig 
       key: typed PRNG key (split inside: Φ, choice of S, noise), or a key array ``[R]`` for R
         independent releases: S is drawn for all keys at once, then the runs are grouped by S (hence k)
         and each group is one vmapped call (same distribution as R calls, not the same draws).
-      d: the vector D, shape ``[n]``.
+      d: the vector D, shape ``[n]``. Each value is clamped to the public cap ``_total_cap/n`` (‖D‖₁ ≤ 2⁴⁰·Δ, and
+        what the recovery's squares hold in the release dtype; 1-Lipschitz, so the sensitivity is kept), with a
+        curator-only `ValuesClampedWarning` where it bites.
       epsilon: total ε > 0.
       config: `CompressiveConfig`.
       sparsity: a public S (skips the private choice), 1 ≤ S ≤ n; where the default k would be below S (S past
@@ -210,22 +232,37 @@ def compressive(key: jax.Array, d, *, epsilon: float, config: CompressiveConfig 
     epsilon = float(_validate.eager_epsilon(epsilon, "compressive.compressive"))  # a Python float: a float32 ε split
     # in float32 overspent (found in review: ε_sel + ε_n = 0.70000005 for ε = float32(0.7))
     noise = mechanisms.check_noise(noise)
-    v = _check_vector(d)
-    if isinstance(config, CompressiveConfig) and k is None:
-        _check_public_sparsity(v.size, sparsity, config.c_k)
-    l1 = float(np.sum(np.abs(v)))  # ‖D‖₁, for the refusals below (curator-facing errors that name no value)
+    v = _check_vector(d, check_l1=False)
     if isinstance(config, CompressiveConfig):  # (another type is refused below, with its own message)
-        # the samples ΦD round in proportion to ‖D‖₁ (`_validate.ROUNDED_TOTAL_LIMIT`; found in review: they moved
-        # by 10.17 against √k = 10 near ‖D‖₁ = 2⁵³)
-        _validate.rounded_total(l1 / float(config.l1_sensitivity), "d's L1 norm over Δ")
+        if k is None:
+            _check_public_sparsity(v.size, sparsity, config.c_k)
         with mechanisms.precision(noise):
-            _check_recovery_range(v.size, float(epsilon), config, sparsity, k, l1, np.dtype(_validate.float_dtype()))
-    if noise == "grid":
-        _check_grid_every_k(v.size, float(epsilon), config, sparsity, k, l1)
+            dtype = np.dtype(_validate.float_dtype())
+        # Each value clamped to a public cap (1-Lipschitz: the sensitivity is kept), so that ‖D‖₁ stays where the
+        # float64 samples ΦD keep the sensitivity (≤ 2⁴⁰·Δ, `_validate.ROUNDED_TOTAL_LIMIT`; found in review: they
+        # moved by 10.17 against √k = 10 near ‖D‖₁ = 2⁵³) and the recovery's squares fit the release dtype. These
+        # were refusals that read ‖D‖₁; a refusal tells neighbours on either side of the limit apart (review).
+        total = _total_cap(v.size, float(epsilon), config, sparsity, k, dtype)
+        v = _clamp_warned(v, total / v.size, "the compressive mechanism's cap: its L1 total over n values, where "
+                          "float64 samples keep the sensitivity and the recovery fits the release dtype")
+        _check_recovery_range(v.size, float(epsilon), config, sparsity, k, total, dtype)
+        if noise == "grid":
+            _check_grid_every_k(v.size, float(epsilon), config, sparsity, k, float(np.sum(np.abs(v))))
     with mechanisms.precision(noise):
         if key.ndim == 1:
-            return _compressive_many(key, d, epsilon, config, sparsity, k, noise)
-        return _compressive_public(key, d, epsilon, config, sparsity, k, noise)
+            return _compressive_many(key, v, epsilon, config, sparsity, k, noise)
+        return _compressive_public(key, v, epsilon, config, sparsity, k, noise)
+
+
+def _total_cap(n, epsilon, config, sparsity, k, dtype) -> float:
+    """The public cap on ‖D‖₁: 2⁴⁰·Δ (float64 samples keep the sensitivity), and at most what the recovery's squared
+    norms hold in `dtype` (`_check_recovery_range`'s data term)."""
+    cap = _validate.ROUNDED_TOTAL_LIMIT * float(config.l1_sensitivity)
+    if isinstance(sparsity, (type(None), int, np.integer)) and isinstance(k, (type(None), int, np.integer)):
+        ks, _ = _candidate_ks(n, epsilon, config, sparsity, k)
+        if ks.size:
+            cap = min(cap, math.sqrt(float(np.finfo(dtype).max) / (float(ks.max()) * n)) / 64.0 * (1 - 1e-6))
+    return cap
 
 
 def _check_public_sparsity(n, sparsity, c_k):
@@ -255,8 +292,8 @@ def _check_recovery_range(n, epsilon, config, sparsity, k, l1, dtype):
     """Refuse a release whose recovery (in the release dtype) would overflow, before anything is drawn: NIHT squares
     norms of up to k·n terms of the samples' size, |y_i| ≤ ‖D‖₁/√k + the noise (scale √k·Δ/ε_n), with 64 times
     that as margin (the check `cmco` makes). Found in review: at ε = 1e-20 (or Δ = 1e20) in float32 the squares
-    overflowed and the recovery released exactly zero, reported as private. Its data part reads ‖D‖₁, as the
-    rounded-total check before it does: a refusal before any draw (nothing is released), naming no data value."""
+    overflowed and the recovery released exactly zero, reported as private. `l1` is the public cap `_total_cap`
+    (the data are clamped to it), so only ε, Δ and the sizes can make it refuse."""
     if not (isinstance(sparsity, (type(None), int, np.integer)) and isinstance(k, (type(None), int, np.integer))):
         return  # refused later with its own message
     ks, eps_noise = _candidate_ks(n, epsilon, config, sparsity, k)
@@ -279,13 +316,19 @@ def _check_grid_every_k(n, epsilon, config, sparsity, k, l1):
     if ks.size:
         delta = float(config.l1_sensitivity)
         mechanisms.check_grid_ratio(epsilon=eps_noise, sensitivity=np.sqrt(ks) * delta, coordinates=ks)
-        for k_ in ks:  # every sample |Φ_i·D| ≤ ‖D‖₁/√k
-            mechanisms.check_grid_values(l1 / np.sqrt(k_), sensitivity=np.sqrt(k_) * delta, coordinates=int(k_),
-                                         what="samples ΦD")
+        limits = [mechanisms.grid_value_limit(sensitivity=np.sqrt(k_) * delta, coordinates=int(k_)) for k_ in ks]
+        limit = min(limits)
+        if any(l1 / np.sqrt(k_) > lim for k_, lim in zip(ks, limits)):  # every sample |Φ_i·D| ≤ ‖D‖₁/√k: the
+            # sampler clamps beyond its range
+            import warnings
+
+            warnings.warn(ValuesClampedWarning(  # (it refused, reading ‖D‖₁: a refusal tells neighbours apart)
+                f'noise="grid" holds samples ΦD up to ±{limit:,.6g} here (its finest grid); larger ones are clamped to '
+                'it (curator-only: whether this fires reads the raw data); noise="float64" holds them.'), stacklevel=3)
 
 
 def _compressive_public(key, d, epsilon, config, sparsity, k, noise):
-    v = _check_vector(d)
+    v = _check_vector(d, check_l1=False)  # (clamped to the public cap by `compressive`)
     n = v.size
     dtype = _validate.float_dtype()
     c5 = _check_config(config, n)
@@ -449,10 +492,16 @@ def laplace_identity(key: jax.Array, d, *, epsilon: float, l1_sensitivity: float
     noise = mechanisms.check_noise(noise)
     with mechanisms.precision(noise):
         out = np.dtype(_validate.float_dtype())
-    raw = _check_vector(d)
+    raw = _check_vector(d, check_l1=False)
+    # each value clamped to a public cap (1-Lipschitz: the sensitivity is kept): 2⁴⁰·Δ, where float64 keeps Δ and
+    # the noise; with noise="grid" the sampler's range. Found in review: refusals that read max|D| and ‖D‖₁ (a
+    # refusal tells neighbours on either side of the limit apart).
+    cap = _validate.ROUNDED_TOTAL_LIMIT * float(l1_sensitivity)
     if noise == "grid":  # neighbours at L1 distance Δ may differ in every coordinate
         mechanisms.check_grid_ratio(epsilon=epsilon, sensitivity=l1_sensitivity, coordinates=raw.size)
-        mechanisms.check_grid_values(float(np.max(np.abs(raw))), sensitivity=l1_sensitivity, coordinates=raw.size)
+        cap = min(cap, mechanisms.grid_value_limit(sensitivity=l1_sensitivity, coordinates=raw.size))
+    raw = _clamp_warned(raw, cap, "laplace_identity's cap: where float64" + (" and the grid sampler hold" if noise ==
+                        "grid" else " holds") + " the values, the noise and the sensitivity")
     _validate.noise_fits(float(l1_sensitivity) / float(epsilon), out, "laplace_identity")
     if key.ndim > 1:
         raise ValueError(f"key must be one typed key or a 1-D key array [R], got shape {key.shape}.")
@@ -475,7 +524,7 @@ def _laplace_identity_jit(key, v, epsilon, sensitivity, noise):
 
 def _compressive_many(keys, d, epsilon, config, sparsity, k_given, noise):
     kn = mechanisms.kernel_noise(noise)
-    v = _check_vector(d)
+    v = _check_vector(d, check_l1=False)  # (clamped to the public cap by `compressive`)
     n = v.size
     dtype = _validate.float_dtype()
     c5 = _check_config(config, n)

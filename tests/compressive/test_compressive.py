@@ -466,20 +466,28 @@ def test_grid_ratio_is_checked_for_every_k_before_s_is_drawn(key):
             C.compressive(k, d, epsilon=8e-7, noise="grid")
 
 
-def test_laplace_identity_computes_in_float64_and_grid_refuses_values_it_cannot_hold(key):
+def test_laplace_identity_computes_in_float64_and_grid_clamps_values_it_cannot_hold(key):
     """`laplace_identity` adds its noise in float64 and casts (post-processing): neighbours 1 apart near 2²⁵ stay 1
-    apart before the noise (same key: the noise cancels up to the release's rounding). With noise="grid",
-    values beyond the grid's range (it clamps there) are refused, for it and for the compressive mechanism."""
+    apart before the noise (same key: the noise cancels up to the release's rounding). With noise="grid", values
+    beyond the grid's range are clamped to it with a curator-only warning, for it and for the compressive
+    mechanism. Found in review: they were refused, and the refusal read the data — neighbours on either side of
+    the limit (one released, one refused) were told apart; both are released now."""
     with jax.enable_x64(True):
         a = C.laplace_identity(key, np.array([2.0**25 + 5, 1.0]), epsilon=1.0, noise="float64")
         b = C.laplace_identity(key, np.array([2.0**25 + 6, 1.0]), epsilon=1.0, noise="float64")
     assert float(b[0] - a[0]) == pytest.approx(1.0, abs=1e-6)
     lo = C.laplace_identity(key, np.array([2.0**25 + 5, 1.0]), epsilon=1.0)
     assert lo.dtype == np.float32 and float(lo[0]) == np.float32(float(a[0]))  # the float64 release, cast
-    with pytest.raises(ValueError, match="holds values up to"):
-        C.laplace_identity(key, np.array([1e7, 1.0]), epsilon=1.0, noise="grid")
-    with pytest.raises(ValueError, match="holds samples ΦD up to"):
-        C.compressive(key, np.full(256, 1e7), epsilon=1.0, noise="grid")
+    limit = jaxdp.mechanisms.grid_value_limit(sensitivity=1.0, coordinates=2)
+    below = np.asarray(C.laplace_identity(key, np.array([limit - 0.5, 1.0]), epsilon=1.0, noise="grid"))
+    with pytest.warns(C.ValuesClampedWarning, match="clamped"):
+        above = np.asarray(C.laplace_identity(key, np.array([limit + 0.5, 1.0]), epsilon=1.0, noise="grid"))
+    assert np.all(np.isfinite(below)) and np.all(np.isfinite(above))  # both released
+    np.testing.assert_array_equal(above, np.asarray(C.laplace_identity(key, np.array([limit, 1.0]), epsilon=1.0,
+                                                                       noise="grid")))  # clamped to the limit
+    with pytest.warns(C.ValuesClampedWarning, match="holds samples"):
+        assert np.isfinite(np.asarray(C.compressive(key, np.full(256, 1e7), epsilon=1.0, noise="grid",
+                                                    sparsity=4).release)).all()
 
 
 def test_counters_sum_in_float64_and_release_in_the_default_dtype(key):
@@ -573,12 +581,13 @@ def test_measure_refuses_one_key_for_the_public_projection_and_the_noise(key):
 def test_sums_past_2_53_and_subnormal_sensitivities_are_refused_or_clamped(key):
     """In float64, values past 2⁵³ round neighbours apart (ΦD moved 11.5 against √k = 4; the tree counter 4
     against Δ = 1), and a subnormal sensitivity made a zero scale (the data released as it is). The compressive
-    mechanism refuses such a vector; the tree counter clamps its inputs to 2⁴⁰·Δ/horizon (a refusal mid-stream
-    would depend on the data), so its registers stay within 2⁴⁰·Δ."""
+    mechanism clamps each value to its public cap (≤ 2⁴⁰·Δ/n; it refused such a vector, a refusal that read the
+    data); the tree counter clamps its inputs to 2⁴⁰·Δ/horizon (a refusal mid-stream would depend on the data), so
+    its registers stay within 2⁴⁰·Δ."""
     big = np.zeros(64)
     big[0] = 2.0**54
-    with pytest.raises(ValueError, match=r"2\*\*53"):
-        C.compressive(key, big, epsilon=1.0)
+    with pytest.warns(C.ValuesClampedWarning):
+        assert np.abs(np.asarray(C.compressive(key, big, epsilon=1.0).release)).max() < 2.0**40
     with pytest.warns(C.ValuesClampedWarning):
         sums = np.asarray(C.tree_counter(key, np.asarray([2.0**54, 2.0]), epsilon=1.0, noise="float64"))
     assert np.abs(sums).max() < 2.0**39 + 100  # 2⁵⁴ clamped to 2⁴⁰/2
@@ -622,15 +631,25 @@ def test_config_constants_must_be_finite_numbers():
         C.CompressiveConfig(basis="foo")
 
 
-def test_vectors_whose_samples_round_past_the_sensitivity_are_refused(key):
-    # found in review: the samples ΦD (entries ±1/√k) moved by 10.17 against √k = 10 near ‖D‖₁ = 2**53
+def test_vectors_whose_samples_would_round_past_the_sensitivity_are_clamped_not_refused(key):
+    """Found in review: the samples ΦD (entries ±1/√k) moved by 10.17 against √k = 10 near ‖D‖₁ = 2⁵³; then vectors
+    with ‖D‖₁ > 2⁴⁰·Δ were refused — a refusal that read the data, telling neighbours on either side apart. Each
+    value is now clamped to the public cap 2⁴⁰·Δ/n (1-Lipschitz): neighbours beyond it give the same release."""
     d = np.zeros(16)
     d[3] = 2.0**41
-    with pytest.raises(ValueError, match=r"2\*\*40"):
-        C.compressive(key, d, epsilon=1.0, sparsity=2)
-    # in units of the sensitivity: with Δ = 4 the same vector is within the limit
-    assert np.isfinite(np.asarray(C.compressive(key, d, epsilon=1.0, sparsity=2,
-                                                config=C.CompressiveConfig(l1_sensitivity=4.0)).release)).all()
+    d2 = d.copy()
+    d2[3] += 1.0
+    outs = []
+    for v in (d, d2):
+        with pytest.warns(C.ValuesClampedWarning, match="cap"):
+            outs.append(np.asarray(C.compressive(key, v, epsilon=1.0, sparsity=2).release))
+    assert np.isfinite(outs[0]).all()
+    np.testing.assert_array_equal(outs[0], outs[1])
+    # in units of the sensitivity: with Δ = 2¹⁰ the cap is 2⁴⁶ per value and nothing is clamped
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isfinite(np.asarray(C.compressive(key, d, epsilon=1.0, sparsity=2,
+                                                    config=C.CompressiveConfig(l1_sensitivity=2.0**10)).release)).all()
 
 
 def test_baselines_refuse_an_epsilon_whose_noise_overflows_and_take_key_arrays_or_say_why(key):
