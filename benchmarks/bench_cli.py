@@ -47,7 +47,8 @@ def run_cli(src: str, out: str, bounds: str, chunk: int) -> dict:
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-2000:])
     rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr).group(1))
-    rep = json.load(open(report))
+    with open(report) as f:
+        rep = json.load(f)
     return {"wall_s": wall, "peak_rss_gb": rss_kb / 1e6, "cli_records_per_s": rep["timing_curator_only"]["records_per_second"],
             "records_out": rep["records_out"], "end_to_end_records_per_s": rep["records_in"] / wall}  # fmt: skip
 

@@ -13,7 +13,8 @@ Speed: records/s of one stream and of R vmapped repetitions (compile excluded, `
 n = 8 and 48; and a 150,000-record stream built from Census (records resampled with a seeded
 generator, ±1 % multiplicative jitter) at n = 8 with the default configuration.
 
-Usage: python benchmarks/bench_codec.py [--reps 100] [--quick] [--skip-utility] [--skip-speed]
+Usage: python benchmarks/bench_codec.py [--reps 100] [--quick] [--skip-utility] [--skip-speed] [--reorder-reps 10]
+       [--big 150000]
 """
 
 from __future__ import annotations
@@ -153,7 +154,7 @@ def main():
     for n, recs, one, reps, many in out:
         print(f"| {n} | {recs} | {one:.3f} | {recs / one:,.0f} | {reps} | {many:.3f} | {recs * reps / many:,.0f} |")
     n_big, first, second, n_out = big
-    print(f"\n150k stream: {n_big} records x 13, n = 8, δ = 96, default config: {first:.1f} s first call (incl. compile), "
+    print(f"\n{n_big:,}-record stream: {n_big} records x 13, n = 8, δ = 96, default config: {first:.1f} s first call (incl. compile), "
           f"{second:.1f} s second call; {n_out} records released; {n_big / second:,.0f} records/s")
 
 

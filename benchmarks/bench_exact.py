@@ -102,7 +102,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     print(f"machine: {platform.machine()} | {os.cpu_count()} CPUs | JAX {jax.__version__} | {jax.devices()[0].platform}")
-    print(f"\n### Samplers ({args.samples:,} samples per call; OpenDP: 200,000)\n")
+    print(f"\n### Samplers ({args.samples:,} samples per call; OpenDP, where installed (not a dependency: pip install "
+          "opendp): 200,000)\n")
     print("| sampler | scale | first call s | samples/s |")
     print("|---|---|---|---|")
     for name, scale, first, rate in samplers(args.samples, args.repeats):

@@ -187,7 +187,8 @@ def main():
 
     if args.skip_memory:
         return
-    print("\nStreamAnonymizer memory, 10⁶ records pushed in chunks of 10,000 (n = 8, δ = 96):")
+    print(f"\nStreamAnonymizer memory, {args.max_records:,} records pushed in chunks of 10,000 (n = 8, δ = 96; the "
+          "rate below includes the first push's compilation):")
     cfg = jaxdp.HVCConfig(8, 12, target_length=args.max_records)
     sa = jaxdp.StreamAnonymizer(jax.random.key(2), cfg, epsilon=3.0, bounds=(np.zeros(13), HI))
     rss = []

@@ -243,10 +243,13 @@ def main():
     if args.breakdown:
         breakdown()
         return
+    machine = f"machine: {platform.machine()} | {os.cpu_count()} CPUs | JAX {jax.__version__}"
     if args.speed_only:
+        print(machine)  # (found in review: the speed and shift tables printed no machine line)
         speed()
         return
     if args.shift_only:
+        print(f"{machine} | 20 repetitions (the shift table's own)")
         shift_table()
         return
     if args.startup_only:

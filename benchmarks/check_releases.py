@@ -7,6 +7,7 @@ moved from `HVCConfig` to the call. Usage: ``PYTHONPATH=<checkout> python benchm
 then ``diff`` the outputs.
 """
 
+import argparse
 import hashlib
 
 import jax
@@ -14,6 +15,8 @@ import numpy as np
 
 import jaxdp
 
+argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
+                        formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()  # no options (--help works)
 census = jaxdp.datasets.load_census()
 bounds = (np.zeros(13), 1.5 * census.max(0))
 for eps, n, b, k in [(1.0, 8, 12, None), (3.0, 16, 27, 1), (10.0, 48, 9, None), (2.0, 8, 27, 1)]:
