@@ -918,3 +918,14 @@ def test_measure_computes_concrete_samples_in_float64_with_x64_off(key, monkeypa
     phi, y = C.measure(k_phi, k_noise, d, epsilon=1.0, k=37)  # (k = 37: a program no other test traces)
     assert seen == [jnp.float64]
     assert np.asarray(y).dtype == np.float32 and np.asarray(phi).dtype == np.float32  # the release dtype (x64 off)
+
+
+def test_the_data_cap_follows_the_release_dtype_so_large_sensitivities_are_not_refused(key):
+    """The public cap on ‖D‖₁ is 2⁴⁰·Δ and at most what the float32 recovery's squares hold, so the recovery check
+    refuses on ε, Δ and the sizes only through the noise: at Δ = 10⁴ (n = 1,024, S = 4) a cap of 2⁴⁰·Δ alone would
+    refuse every vector in float32, whatever its values."""
+    d = np.arange(1024.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing clamped: these values are far below the cap
+        out = C.compressive(key, d, epsilon=1.0, sparsity=4, config=C.CompressiveConfig(l1_sensitivity=1e4)).release
+    assert np.asarray(out).dtype == np.float32 and np.isfinite(np.asarray(out)).all()
