@@ -95,7 +95,9 @@ def runtime():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--records", type=int, default=100_000,
+                        help="records of the utility tables' synthetic tables (the runtime part always runs at "
+                             "100k–500k records; --skip-runtime skips it)")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--skip-runtime", action="store_true")
     args = parser.parse_args()

@@ -126,6 +126,8 @@ def main():
     parser.add_argument("--big", type=int, default=150_000)
     parser.add_argument("--quick", action="store_true", help="ε ∈ {1, 3} only")
     parser.add_argument("--skip-utility", action="store_true")
+    parser.add_argument("--skip-noise-cost", action="store_true", help="skip the float32/float64/grid utility table "
+                        "(it runs whatever --skip-utility says)")
     parser.add_argument("--skip-speed", action="store_true", help="the utility tables only (no timing)")
     parser.add_argument("--reorder-reps", type=int, default=10, help="repetitions for the (slow, host) reordering")
     args = parser.parse_args()
@@ -142,10 +144,11 @@ def main():
         for r in rows:
             cells = " | ".join(f"{r[k] / r['midpoint']:.3g}" for k in names)
             print(f"| {r['eps']:g} | {r['n']} | {r['delay']} ({r['m']}) | {r['midpoint']:.3e} | {cells} |")
-    print("\n| ε | n | δ | float32 | float64 | grid (float-safe) |  (mean SSE / midpoint SSE)")
-    print("|---|---|---|---|---|---|")
-    for eps, n, delay, a, b, c in noise_cost(args.reps):
-        print(f"| {eps:g} | {n} | {delay} | {a:.4f} | {b:.4f} | {c:.4f} |", flush=True)
+    if not args.skip_noise_cost:
+        print("\n| ε | n | δ | float32 | float64 | grid (float-safe) |  (mean SSE / midpoint SSE)")
+        print("|---|---|---|---|---|---|")
+        for eps, n, delay, a, b, c in noise_cost(args.reps):
+            print(f"| {eps:g} | {n} | {delay} | {a:.4f} | {b:.4f} | {c:.4f} |", flush=True)
     if args.skip_speed:
         return
     out, big = speed(args.reps, args.big)

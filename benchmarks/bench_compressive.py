@@ -9,7 +9,8 @@
 3. Speed of one CM release (projection, noise, 100 NIHT iterations + 30 CG steps) at n = 65,536 with a
    public S, compile and run separated, against a NumPy implementation of the same NIHT.
 
-Usage: python benchmarks/bench_compressive.py [--reps 100] [--speed-only]
+Usage: python benchmarks/bench_compressive.py [--reps 100] [--cmco-reps 100] [--speed-only]
+(the speed part always runs at n = 65,536: a 256 MB Φ)
 """
 
 from __future__ import annotations
