@@ -375,11 +375,16 @@ def measure(key_phi: jax.Array, key_noise: jax.Array, d, *, epsilon, k: int, noi
     Privacy: Φ ∈ {±1/√k}^{k×n} is public (drawn from `key_phi`); for neighbours at L1 distance ≤ Δ =
     `l1_sensitivity` the k samples ``ΦD`` move by at most √k·Δ in L1 (Appendix A), so ``y*`` is ε-DP. (Pass Δ
     here, not ε/Δ as the budget: with ``noise="grid"`` the samples are snapped to a grid sized from the
-    sensitivity, and a review found ε/Δ with sensitivity √k spending up to 13ε at Δ = 3·10⁻⁴.) Everything after it (sparse recovery) is post-processing. The product ΦD is
-    computed in float64 whenever `d`, the keys and `epsilon` are concrete (as `compressive` does; found in review:
-    with x64 off a float64 `d` became float32 and ΦD rounded at the magnitude of its sums, moving neighbours by
-    40 in L1 against √k = 8 at counts of 10⁷); under a trace it is computed in the dtype of `d` — pass a float64
-    `d` (under ``jax.enable_x64``) there.
+    sensitivity, and a review found ε/Δ with sensitivity √k spending up to 13ε at Δ = 3·10⁻⁴.) Everything after
+    it (sparse recovery) is post-processing. The product ΦD is computed in float64 whenever `d`, the keys and
+    `epsilon` are concrete (as `compressive` does; found in review: with x64 off a float64 `d` became float32 and
+    ΦD rounded at the magnitude of its sums, moving neighbours by 40 in L1 against √k = 8 at counts of 10⁷);
+    under a trace it is computed in the dtype of `d` — pass a float64 `d` (under ``jax.enable_x64``) there.
+
+    Args:
+      key_phi: typed key of the public Φ. key_noise: another typed key, for the noise (secret).
+      d: the vector D ``[n]``. epsilon: ε > 0. k: the number of samples (public).
+      noise: ``"float"``, ``"float64"`` or ``"grid"``. l1_sensitivity: Δ, the L1 distance of neighbours.
 
     Returns:
       ``(phi [k, n], y_star [k])`` in the dtype of `d`.
