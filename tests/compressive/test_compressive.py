@@ -324,15 +324,18 @@ def test_batched_runs_match_single_runs_in_distribution_and_shape(key):
     np.testing.assert_allclose(np.asarray(single[1]), np.asarray(outs[1][0]), rtol=1e-4, atol=1e-2)
 
 
-def test_a_key_array_with_a_public_sparsity_equals_a_loop(key):
-    d = C.synthetic_compressible(5, n=64)
+@pytest.mark.parametrize("noise, delta", [("float", 1.0), ("grid", 1e-3)])
+def test_a_key_array_with_a_public_sparsity_equals_a_loop(key, noise, delta):
+    """(grid, Δ = 10⁻³: the key-array path draws its samples with sensitivity √k·Δ at ε, as one call does — an audit
+    of the tests found it could go back to ε/Δ with √k, the grid overspend, unnoticed.)"""
+    d = C.synthetic_compressible(5, n=64) * delta
     keys = jax.random.split(key, 3)
-    cfg = C.CompressiveConfig(iterations=10, refit=3)
-    res = C.compressive(keys, d, epsilon=0.5, config=cfg, sparsity=4, k=20)
+    cfg = C.CompressiveConfig(iterations=10, refit=3, l1_sensitivity=delta)
+    res = C.compressive(keys, d, epsilon=0.5, config=cfg, sparsity=4, k=20, noise=noise)
     assert res.release.shape == (3, 64) and np.all(res.sparsity == 4) and np.all(res.k == 20)
     for i, kk in enumerate(keys):  # with a public S no key goes to the choice of S: the same draws as one call
-        one = C.compressive(kk, d, epsilon=0.5, config=cfg, sparsity=4, k=20)
-        np.testing.assert_allclose(np.asarray(res.release[i]), np.asarray(one.release), rtol=1e-4, atol=1e-3)
+        one = C.compressive(kk, d, epsilon=0.5, config=cfg, sparsity=4, k=20, noise=noise)
+        np.testing.assert_allclose(np.asarray(res.release[i]), np.asarray(one.release), rtol=1e-4, atol=1e-3 * delta)
     with pytest.raises(ValueError, match="1-D key array"):
         C.compressive(keys.reshape(3, 1), d, epsilon=0.5)
 
@@ -442,6 +445,12 @@ def test_tree_counter_registers_spend_at_most_a_float32_epsilon(key, monkeypatch
     jax.clear_caches()  # trace afresh, through the recording sampler
     try:
         C.tree_counter(key, np.ones(4), epsilon=np.float32(1.0))
+        counter = C.TreeCounter(key, epsilon=np.float32(1.0), horizon=4)  # (an audit of the tests: TreeCounter and
+        for x in (1.0, 2.0):  # cmco could split a float32 ε in float32 unnoticed)
+            counter.push(x)
+        with jax.enable_x64(True):
+            jax.block_until_ready(counter.state)
+        C.cmco(key, np.ones(4), epsilon=np.float32(1.0), k=2, sparsity=1, times=[4])
     finally:
         monkeypatch.undo()
         jax.clear_caches()  # no later test may reuse the recording trace
@@ -929,3 +938,29 @@ def test_the_data_cap_follows_the_release_dtype_so_large_sensitivities_are_not_r
         warnings.simplefilter("error")  # nothing clamped: these values are far below the cap
         out = C.compressive(key, d, epsilon=1.0, sparsity=4, config=C.CompressiveConfig(l1_sensitivity=1e4)).release
     assert np.asarray(out).dtype == np.float32 and np.isfinite(np.asarray(out)).all()
+
+
+def test_each_value_is_clamped_to_its_share_of_the_l1_cap_and_laplace_identity_to_its_own_cap(key):
+    """From an audit of the tests: the compressive cap is per value, ‖D‖₁'s cap 2⁴⁰·Δ over n (a per-value cap of 2⁴⁰·Δ
+    lets ‖D‖₁ reach n·2⁴⁰·Δ, where the samples round past √k); `laplace_identity` clamps each value to 2⁴⁰·Δ with any
+    noise. Neighbours beyond a cap are released identically (same key), with the curator-only warning."""
+    outs = []
+    for v in (2.0**37, 2.0**37 + 2.0**20):  # 16 values of 2³⁷: ‖D‖₁ = 2⁴¹ > 2⁴⁰, each value below 2⁴⁰
+        with pytest.warns(C.ValuesClampedWarning):
+            outs.append(np.asarray(C.compressive(key, np.full(16, v), epsilon=1.0, sparsity=2).release))
+    np.testing.assert_array_equal(outs[0], outs[1])
+    lap = []
+    for v in (2.0**54, 2.0**54 + 4.0):
+        with pytest.warns(C.ValuesClampedWarning):
+            lap.append(np.asarray(C.laplace_identity(key, np.array([v, 1.0]), epsilon=1.0, noise="float64")))
+    np.testing.assert_array_equal(lap[0], lap[1])
+
+
+def test_measure_under_jit_takes_its_l1_sensitivity(key, x64):
+    """From an audit of the tests: the traced path of `measure` could drop `l1_sensitivity` unnoticed (the concrete
+    path is float64 and has its own tests). Under `jax.jit` it must draw what the concrete call draws."""
+    d = jnp.asarray(np.arange(32.0))
+    k_phi, k_noise = jax.random.split(key)
+    traced = jax.jit(lambda a, b, v: C.measure(a, b, v, epsilon=1.0, k=8, l1_sensitivity=4.0)[1])(k_phi, k_noise, d)
+    concrete = C.measure(k_phi, k_noise, d, epsilon=1.0, k=8, l1_sensitivity=4.0)[1]
+    np.testing.assert_allclose(np.asarray(traced), np.asarray(concrete), rtol=1e-12, atol=1e-9)
