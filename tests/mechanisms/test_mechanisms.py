@@ -496,3 +496,20 @@ def test_float_exponential_mechanism_never_spends_more_than_epsilon_where_eps_ov
                                                         sensitivity=delta), np.float64)
     spent = (np.log(p[0]) - np.log(p[1])) * 2 * delta / 1000  # the ε this choice spends: 2Δ·factor
     assert spent <= float(eps)
+
+
+@pytest.mark.parametrize("entry", ["exponential", "exponential_mechanism"])
+def test_the_sampling_entry_points_use_the_rounded_down_factor(key, entry):
+    """From an audit of the tests: only `exponential_probabilities` pinned the 16-ulp margin; the sampling entry points
+    could drop it unnoticed. Gumbel-max picks candidate 1 of scores [0, −S] iff g₁ − g₀ > S·factor; S is placed
+    between the two factors (with and without the margin, 1.9·10⁻⁶ apart in float32), so the pick shows which one
+    was used. (The draws are `mechanisms.standard_gumbel`'s for the key, as the sampler's.)"""
+    eps, delta = np.float32(1.0), np.float32(3.0)
+    k = next(kk for kk in jax.random.split(key, 64)
+             if float(np.diff(np.asarray(mechanisms.standard_gumbel(kk, (2,), jnp.float32)))[0]) > 0.5)
+    g = np.asarray(mechanisms.standard_gumbel(k, (2,), jnp.float32), np.float64)
+    plain = float(np.float32(eps) / (np.float32(2.0) * delta))  # ε/(2Δ) without the margin
+    s = (g[1] - g[0]) / (plain * (1 - 1e-6))  # S·factor < g₁ − g₀ with the margin (−1.9e-6), > without it
+    scores = jnp.asarray([0.0, -s], jnp.float32)
+    pick = getattr(mechanisms, entry)(k, scores, epsilon=eps, sensitivity=delta)
+    assert int(pick) == 1
