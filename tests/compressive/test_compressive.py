@@ -964,3 +964,15 @@ def test_measure_under_jit_takes_its_l1_sensitivity(key, x64):
     traced = jax.jit(lambda a, b, v: C.measure(a, b, v, epsilon=1.0, k=8, l1_sensitivity=4.0)[1])(k_phi, k_noise, d)
     concrete = C.measure(k_phi, k_noise, d, epsilon=1.0, k=8, l1_sensitivity=4.0)[1]
     np.testing.assert_allclose(np.asarray(traced), np.asarray(concrete), rtol=1e-12, atol=1e-9)
+
+
+def test_clamp_warnings_name_the_public_cap_not_how_many_values(key):
+    """From an audit of the tests: the warning could carry a count read from the raw data again (it did before this
+    session). One clamped value or three: the same message."""
+    big = 2.0**45
+    msgs = []
+    for stream in ([big, 1.0, 1.0, 1.0], [big, big, big, 1.0]):
+        with pytest.warns(C.ValuesClampedWarning) as rec:
+            C.tree_counter(key, np.asarray(stream), epsilon=1.0)
+        msgs.append(str(rec[0].message))
+    assert msgs[0] == msgs[1]
