@@ -976,3 +976,30 @@ def test_clamp_warnings_name_the_public_cap_not_how_many_values(key):
             C.tree_counter(key, np.asarray(stream), epsilon=1.0)
         msgs.append(str(rec[0].message))
     assert msgs[0] == msgs[1]
+
+
+def test_grid_refuses_exactly_where_the_samples_true_sensitivity_cannot_be_sampled(key):
+    """From an audit of the tests: the grid check of `compressive` could go back to ε_n/Δ with sensitivity √k (the old
+    calibration) unnoticed, as every refusal test used Δ = 1, where the two agree. At a Δ and ε where they disagree
+    (found by search over public values), `compressive` refuses iff `grid_ratio_ok` fails for √k·Δ at ε_n."""
+    k = 20
+    d = C.synthetic_compressible(5, n=64)
+    found = None
+    for delta in (0.3, 0.6, 0.75, 1.5, 3e-4):
+        for eps in np.geomspace(1e-9, 1e-2, 400):
+            true_ok = bool(jaxdp.mechanisms.grid_ratio_ok(epsilon=eps, sensitivity=math.sqrt(k) * delta, coordinates=k))
+            old_ok = bool(jaxdp.mechanisms.grid_ratio_ok(epsilon=eps / delta, sensitivity=math.sqrt(k), coordinates=k))
+            if true_ok != old_ok:
+                found = (delta, float(eps), true_ok)
+                break
+        if found:
+            break
+    assert found is not None
+    delta, eps, true_ok = found
+    cfg = C.CompressiveConfig(l1_sensitivity=delta, iterations=5, refit=2)
+    if true_ok:
+        assert np.isfinite(np.asarray(C.compressive(key, d * delta, epsilon=eps, config=cfg, sparsity=4, k=k,
+                                                    noise="grid").release)).all()
+    else:
+        with pytest.raises(ValueError, match="cannot sample this release exactly"):
+            C.compressive(key, d * delta, epsilon=eps, config=cfg, sparsity=4, k=k, noise="grid")
