@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import math
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -15,6 +14,7 @@ from jaxdp import _validate, mechanisms
 from jaxdp.compressive.mechanism import (
     ValuesClampedWarning,
     _basis_key,
+    _clamp_warned,
     _check_vector,
     _HashableMatrix,
     _signs,
@@ -101,8 +101,6 @@ def _check_sums_fit(sensitivity, out):
                          f"beyond {top:.3g}; scale the data down or use noise=\"float64\".")
 
 
-
-
 def value_cap(horizon: int, *, l1_sensitivity: float = 1.0) -> float:
     """The public cap B = 2⁴⁰·Δ/horizon on each input value of a tree counter (and of CMCO's stream), Δ the L1
     sensitivity: the registers sum at most `horizon` inputs, so they stay within 2⁴⁰·Δ, where float64's spacing
@@ -121,16 +119,11 @@ def value_cap(horizon: int, *, l1_sensitivity: float = 1.0) -> float:
     return 2.0**40 * float(l1_sensitivity) / _validate.size("horizon", horizon)
 
 
-def _clamp_values(x: np.ndarray, horizon: int, l1_sensitivity: float) -> np.ndarray:
-    cap = value_cap(horizon, l1_sensitivity=l1_sensitivity)
-    over = np.abs(x) > cap
-    if not over.any():
-        return x
-    warnings.warn(ValuesClampedWarning(
-        f"input values beyond ±{cap:,.6g} (2**40 x l1_sensitivity / horizon, where the counter's float64 registers keep "
-        "the noise and the sensitivity) were clamped to it (curator-only: whether it fires reads the raw inputs; the "
-        "message names the public cap only)."), stacklevel=3)  # fmt: skip
-    return np.clip(x, -cap, cap)
+def _clamp_values(x: np.ndarray, horizon: int, l1_sensitivity: float, depth: int) -> np.ndarray:
+    """`_clamp_warned` to `value_cap`; `depth`: the frames from this function's caller up to the public function, both
+    included (the warning then points at the user's call)."""
+    return _clamp_warned(x, value_cap(horizon, l1_sensitivity=l1_sensitivity), "2**40 x l1_sensitivity / horizon, "
+                         "where the counter's float64 registers keep the noise and the sensitivity", stacklevel=3 + depth)
 
 
 def _tree_counter(key, stream, epsilon, l1_sensitivity, horizon, out):
@@ -145,7 +138,7 @@ def _tree_counter(key, stream, epsilon, l1_sensitivity, horizon, out):
         "of 2⁶² aborted the process inside XLA).")
     if horizon < x.shape[0]:
         raise ValueError(f"horizon {horizon} is shorter than the stream ({x.shape[0]}).")
-    x = _clamp_values(x, horizon, l1_sensitivity)  # the registers stay where float64 keeps noise and Δ (`value_cap`)
+    x = _clamp_values(x, horizon, l1_sensitivity, 3)  # the registers stay where float64 keeps noise and Δ (`value_cap`)
     _check_tree_noise(epsilon, l1_sensitivity, horizon, out)
     # The registers are partial sums of the inputs, in float64 whatever the release dtype (in float32, sums past
     # 2²⁴ rounded neighbours 1 apart by 4–16, past the sensitivity): the caller casts the float64 release.
@@ -240,7 +233,7 @@ class TreeCounter:
                              f"{np.asarray(x).shape}.")
         if not np.all(np.isfinite(v)):  # (found in review: "got ()" named the shape of a NaN, not the NaN)
             raise ValueError("push takes finite values, got NaN or infinity; replace missing values before pushing.")
-        v = _clamp_values(v, self._horizon, self._sensitivity)  # as `tree_counter` (a refusal would depend on the data)
+        v = _clamp_values(v, self._horizon, self._sensitivity, 1)  # as `tree_counter` (a refusal would depend on the data)
         with jax.enable_x64(True):  # float64 registers, as `tree_counter`
             self._carry, out = _tree_push(self._levels, self._scale, self._carry,
                                           (jnp.asarray(self._t + 1), jnp.asarray(v, np.float64), self._keys[self._t]))
@@ -297,7 +290,7 @@ def _cmco(key, stream, epsilon, k, sparsity, times, basis, l1_sensitivity, itera
     big_t = v.size
     # the counters sum ±D[t]/√k: clamp each D[t] to the tree counter's public cap, so that they stay where float64
     # keeps the noise and the sensitivity (found in review: D near 2⁵³ moved neighbours by 1.7–2× √k·Δ)
-    v = _clamp_values(v, big_t, l1_sensitivity)
+    v = _clamp_values(v, big_t, l1_sensitivity, 2)
     k = _validate.size("k", k, hi=max(1, _validate.MAX_GENERATED // big_t),
                        why="Φ holds k·T entries (found in review: k = 10⁹ ran out of memory inside XLA).")
     sparsity = _validate.size("sparsity", sparsity)

@@ -6,6 +6,7 @@ import dataclasses
 
 import functools
 import math
+import warnings
 from typing import NamedTuple
 
 import jax
@@ -18,6 +19,9 @@ from jaxdp.compressive.recovery import _recover, min_c5, psi_ops
 from jaxdp._validate import vector as _check_vector  # the eager checks live in _validate
 
 
+__all__ = ['measure', 'CompressiveConfig', 'sparsity_scores', 'max_sparsity', 'measurements', 'projection', 'CompressiveResult', 'compressive', 'laplace_identity']
+
+
 class ValuesClampedWarning(UserWarning):
     """Input values beyond a public cap were clamped to it (a tree counter's `value_cap`; the compressive mechanism's
     and `laplace_identity`'s caps; the grid sampler's range). Clamping each value is 1-Lipschitz, so the sensitivity
@@ -27,17 +31,15 @@ class ValuesClampedWarning(UserWarning):
     a limit apart."""
 
 
-def _clamp_warned(v: np.ndarray, cap: float, why: str) -> np.ndarray:
-    """Each value of `v` clamped to [−cap, cap] (public), with a curator-only `ValuesClampedWarning` if any was."""
+def _clamp_warned(v: np.ndarray, cap: float, why: str, stacklevel: int = 3) -> np.ndarray:
+    """Each value of `v` clamped to [−cap, cap] (public), with a curator-only `ValuesClampedWarning` if any was (its
+    message names the cap and `why`, never a count or a value). Shared by the compressive mechanism,
+    `laplace_identity`, the tree counters and CMCO."""
     if np.any(np.abs(v) > cap):
-        import warnings
-
         warnings.warn(ValuesClampedWarning(f"values beyond ±{cap:,.6g} ({why}) were clamped to it (curator-only: whether "
-                                           "this fires reads the raw data)."), stacklevel=4)
+                                           "this fires reads the raw data)."), stacklevel=stacklevel)
         return np.clip(v, -cap, cap)
     return v
-
-__all__ = ['measure', 'CompressiveConfig', 'sparsity_scores', 'max_sparsity', 'measurements', 'projection', 'CompressiveResult', 'compressive', 'laplace_identity']
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -320,8 +322,6 @@ def _check_grid_every_k(n, epsilon, config, sparsity, k, l1):
         limit = min(limits)
         if any(l1 / np.sqrt(k_) > lim for k_, lim in zip(ks, limits)):  # every sample |Φ_i·D| ≤ ‖D‖₁/√k: the
             # sampler clamps beyond its range
-            import warnings
-
             warnings.warn(ValuesClampedWarning(  # (it refused, reading ‖D‖₁: a refusal tells neighbours apart)
                 f'noise="grid" holds samples ΦD up to ±{limit:,.6g} here (its finest grid); larger ones are clamped to '
                 'it (curator-only: whether this fires reads the raw data); noise="float64" holds them.'), stacklevel=3)
