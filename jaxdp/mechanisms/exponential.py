@@ -10,7 +10,7 @@ from jaxtyping import Array, Float, Int
 
 from jaxdp import _validate
 from jaxdp.mechanisms import exact
-from jaxdp.mechanisms.laplace import budget_shrink, standard_gumbel
+from jaxdp.mechanisms.laplace import _budget_shrink, standard_gumbel
 from jaxdp.mechanisms.noise import check_noise, kernel_noise
 from jaxdp.transforms import cumsum
 
@@ -145,7 +145,7 @@ def _factor(epsilon, sensitivity, dtype) -> jax.Array:
     loss a choice spends is 2Δ·factor ≤ ε even where ε/(2Δ) rounds up in `dtype`. Found in review: without it,
     ε = 1/3 in float32 spent 1 + 3·10⁻⁸ times ε, and a block's float32 budget split into its two choices and its
     Laplace share could sum past the block's budget."""
-    return jnp.asarray(epsilon, dtype) / (2.0 * jnp.asarray(sensitivity, dtype)) * budget_shrink(dtype)
+    return jnp.asarray(epsilon, dtype) / (2.0 * jnp.asarray(sensitivity, dtype)) * _budget_shrink(dtype)
 
 
 def _logits(scores: jax.Array, factor: jax.Array) -> jax.Array:

@@ -22,7 +22,7 @@ __all__ = ['laplace_scale', 'laplace_noise', 'standard_laplace', 'standard_gumbe
 _MARGIN_ULPS = 16
 
 
-def budget_shrink(dtype) -> jax.Array:
+def _budget_shrink(dtype) -> jax.Array:
     """``1 − 16·ulp`` of `dtype`: the factor a budget ε (or ε/Δ) is multiplied by where it is used directly (the
     exponential mechanism's ε/(2Δ), the L2 noise's ε/Δ), the margin `laplace_scale` puts on Δ/ε."""
     return jnp.asarray(1.0 - _MARGIN_ULPS * float(np.finfo(np.dtype(dtype)).eps), dtype)
@@ -277,7 +277,7 @@ def l2_norm_noise(key: jax.Array, shape, *, dim, epsilon, sensitivity=1.0, dtype
     k_exp, k_half, k_norm = jax.random.split(key, 3)
     # ε/Δ rounded down by the Laplace scales' 16-ulp margin (found in review: without it, float32 spent up to
     # 1 + 7.9·10⁻⁸ times ε, and SPA's float64 release 1 + 5·10⁻¹⁷)
-    eps = jnp.asarray(epsilon, dtype) / jnp.asarray(sensitivity, dtype) * budget_shrink(dtype)
+    eps = jnp.asarray(epsilon, dtype) / jnp.asarray(sensitivity, dtype) * _budget_shrink(dtype)
     m = shape[-1] // 2 + 1
     if _unrolled(dtype):  # standard exponentials (JAX's transform, words from the unrolled Threefry)
         e = -jnp.log1p(-_uniform(k_exp, (m,), dtype, 0.0, 1.0))
