@@ -498,7 +498,7 @@ def test_float_exponential_mechanism_never_spends_more_than_epsilon_where_eps_ov
     assert spent <= float(eps)
 
 
-@pytest.mark.parametrize("entry", ["exponential", "exponential_mechanism"])
+@pytest.mark.parametrize("entry", ["exponential", "exponential_mechanism", "exponential_segments"])
 def test_the_sampling_entry_points_use_the_rounded_down_factor(key, entry):
     """From an audit of the tests: only `exponential_probabilities` pinned the 16-ulp margin; the sampling entry points
     could drop it unnoticed. Gumbel-max picks candidate 1 of scores [0, −S] iff g₁ − g₀ > S·factor; S is placed
@@ -511,5 +511,49 @@ def test_the_sampling_entry_points_use_the_rounded_down_factor(key, entry):
     plain = float(np.float32(eps) / (np.float32(2.0) * delta))  # ε/(2Δ) without the margin
     s = (g[1] - g[0]) / (plain * (1 - 1e-6))  # S·factor < g₁ − g₀ with the margin (−1.9e-6), > without it
     scores = jnp.asarray([0.0, -s], jnp.float32)
-    pick = getattr(mechanisms, entry)(k, scores, epsilon=eps, sensitivity=delta)
+    if entry == "exponential_segments":  # P-HP's level steps: both candidates in segment 0, the winner at index 0
+        pick = mechanisms.exponential_segments(k, scores, jnp.asarray([0, 0]), jnp.asarray([True, True]),
+                                               epsilon=eps, sensitivity=delta)[0]
+    else:
+        pick = getattr(mechanisms, entry)(k, scores, epsilon=eps, sensitivity=delta)
     assert int(pick) == 1
+
+
+def test_exponential_drawn_uses_the_rounded_down_factor(x64):
+    """From the twelfth session's gap list: `exponential_drawn` (the codec's fast two-stage sampler) had no test of
+    the 16-ulp margin. With scores [0, −S] it picks candidate 0 iff u < p₀ = 1/(1 + e^{−S·f}); sweeping u over 161
+    neighbouring float64 values finds where the pick flips, which pins f to ≈ 0.3 of the margin (S·f = 2.4, where
+    p₀ moves most with f). The flip must sit at the margin's p₀, not at the plain factor's (8 ulps of u apart)."""
+    eps, delta = 1.0, 3.0
+    plain = eps / (2.0 * delta)
+    margined = plain * (1.0 - 16 * np.finfo(np.float64).eps)
+    s = 2.4 / plain
+    scores = jnp.asarray([[0.0, -s]], jnp.float64)
+    p_plain, p_margin = (1.0 / (1.0 + np.exp(-s * f)) for f in (plain, margined))
+    assert p_plain - p_margin > 6 * np.spacing(p_plain)  # the two hypotheses are told apart
+    us = p_margin + np.arange(-80, 81) * np.spacing(p_margin)
+    cols = jax.vmap(lambda u: mechanisms.exponential_drawn(jnp.stack([jnp.zeros((), jnp.float64), u]), scores,
+                                                           epsilon=eps, sensitivity=delta)[1])(jnp.asarray(us))
+    cols = np.asarray(cols)
+    assert cols[0] == 0 and cols[-1] == 1 and np.all(np.diff(cols) >= 0)  # one flip, inside the sweep
+    flip = us[np.argmax(cols == 1)]
+    assert abs(flip - p_margin) < abs(flip - p_plain)
+
+
+def test_l2_norm_noise_carries_the_margin_against_a_float64_reference(key, x64):
+    """From the twelfth session's gap list: `l2_norm_noise` (SPA's K-norm noise) rounds ε/Δ down by the 16-ulp margin;
+    nothing pinned it. A float64 reference of the same draws (√g·N(0, I), g = a sum of ⌊(dim + 1)/2⌋ standard
+    exponentials + Z²/2 for even dim, rate (ε/Δ)²/2) without the margin must be smaller by the margin's
+    1 + 3.6·10⁻¹⁵ (rounding: a few 10⁻¹⁶)."""
+    eps, sens, width = 0.7, 3.0, 6
+    for dim in (5, 6):
+        z = np.asarray(mechanisms.l2_norm_noise(key, (width,), dim=dim, epsilon=eps, sensitivity=sens,
+                                                dtype=jnp.float64), np.float64)
+        k_exp, k_half, k_norm = jax.random.split(key, 3)
+        e = np.asarray(jax.random.exponential(k_exp, (width // 2 + 1,), jnp.float64), np.float64)
+        z0 = float(jax.random.normal(k_half, (), jnp.float64))
+        g = np.sum(e[:(dim + 1) // 2]) + (0.5 * z0 * z0 if dim % 2 == 0 else 0.0)
+        ref = np.sqrt(g * 2.0 / (eps / sens) ** 2) * np.asarray(jax.random.normal(k_norm, (width,), jnp.float64))
+        ratio = z / ref
+        np.testing.assert_allclose(ratio, 1.0, rtol=1e-13)  # the same draws
+        assert np.all(ratio - 1.0 > 2e-15) and np.all(ratio - 1.0 < 6e-15)  # the margin, 16·2.2e-16 = 3.6e-15
