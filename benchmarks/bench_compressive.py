@@ -158,13 +158,17 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--cmco-reps", type=int, default=100)
-    parser.add_argument("--speed-only", action="store_true")
+    parser.add_argument("--speed-only", action="store_true", help="only the speed table")
+    parser.add_argument("--speed-n", type=int, default=65536,
+                        help="vector length of the speed table (a power of two, default 65,536; smaller for a quick run)")
     args = parser.parse_args()
+    if args.speed_n < 64 or args.speed_n & (args.speed_n - 1):
+        parser.error(f"--speed-n must be a power of two ≥ 64 (the Haar basis), got {args.speed_n}")
     print(f"machine: {platform.machine()} | {os.cpu_count()} CPUs | JAX {jax.__version__} | {args.reps} repetitions")
     if not args.speed_only:
         accuracy(args.reps)
         continual(args.cmco_reps)
-    speed()
+    speed(n=args.speed_n)
 
 
 if __name__ == "__main__":

@@ -187,7 +187,7 @@ def main():
 
     if args.skip_memory:
         return
-    print(f"\nStreamAnonymizer memory, {args.max_records:,} records pushed in chunks of 10,000 (n = 8, δ = 96; the "
+    print(f"\nStreamAnonymizer memory, {args.max_records:,} records pushed in chunks of up to 10,000 (n = 8, δ = 96; the "
           "rate below includes the first push's compilation):")
     cfg = jaxdp.HVCConfig(8, 12, target_length=args.max_records)
     sa = jaxdp.StreamAnonymizer(jax.random.key(2), cfg, epsilon=3.0, bounds=(np.zeros(13), HI))
@@ -195,11 +195,12 @@ def main():
     released = 0
     t0 = time.perf_counter()
     for start in range(0, args.max_records, 10_000):
-        chunk = stream(10_000, seed=start)
+        size = min(10_000, args.max_records - start)  # (found in review: a last chunk past --max-records was
+        chunk = stream(size, seed=start)  # pushed whole, more records than the target length)
         out = sa.push(chunk).records
         released += out.shape[0]
         if (start // 10_000) % 10 == 0:
-            rss.append((start + 10_000, _rss_mb()))
+            rss.append((start + size, _rss_mb()))
     released += sa.flush().records.shape[0]
     secs = time.perf_counter() - t0
     print("| records pushed | resident MB |")

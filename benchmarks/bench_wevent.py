@@ -230,11 +230,12 @@ def _timed(fn):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=100)
-    parser.add_argument("--partitioning-only", action="store_true")
-    parser.add_argument("--speed-only", action="store_true")
-    parser.add_argument("--shift-only", action="store_true")
-    parser.add_argument("--startup-only", action="store_true")
-    parser.add_argument("--breakdown", action="store_true")
+    only = parser.add_mutually_exclusive_group()  # one table at a time (found in review: two were taken silently)
+    only.add_argument("--partitioning-only", action="store_true", help="only the column-partitioning table")
+    only.add_argument("--speed-only", action="store_true", help="only the timestamps/s table")
+    only.add_argument("--shift-only", action="store_true", help="only the budget-shift table")
+    only.add_argument("--startup-only", action="store_true", help="only the start-up convention table")
+    only.add_argument("--breakdown", action="store_true", help="only the per-step time breakdown")
     parser.add_argument("--breakdown-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.breakdown_child:
