@@ -461,7 +461,11 @@ def fprime(o, fp, values=None) -> None:
         raise ValueError(f"the counts total {total:.6g} records, more than the 2**40 that the bucketings' exact arithmetic "
                          "(float64 f′·S, an int64 loss up to N·M′) holds: bucketize the table in parts.")
     o = raw.astype(np.int64)
-    fp = np.asarray(fp, np.float64)
+    fp_raw = np.asarray(fp)
+    if fp_raw.dtype.kind not in "iuf" or fp_raw.dtype == np.bool_:
+        # found in review: f′ given as text ("0.5") was parsed and booleans read as 1, where `fprime_of` refuses both
+        raise TypeError(f"f′ must be numbers in (0, 1], got dtype {fp_raw.dtype}.")
+    fp = fp_raw.astype(np.float64)
     if o.shape != fp.shape or o.ndim != 1:
         raise ValueError(f"counts and f′ must be 1-D of equal length, got {o.shape} and {fp.shape}.")
     if np.any(~np.isfinite(fp)) or np.any(fp <= 0) or np.any(fp > 1):
@@ -472,9 +476,10 @@ def fprime(o, fp, values=None) -> None:
     if bad.size:
         i = int(bad[0])
         name = f"np.unique(sa)[{i}]" if values is not None else f"number {i}"  # the position, never the value
-        # its frequency is not printed (found in review: a number read from the data, left in logs)
-        raise ValueError(f"no F′-private bucketization exists: the SA value {name} is more frequent than its f′ = "
-                         f"{fp[i]:.10g} allows (Lemma 3.7); raise its f′ or merge values.")
+        # neither its frequency nor its f′ is printed (found in review: a number read from the data, left in logs; and
+        # an f′ = θ·f + b printed to 10 digits gave the count back)
+        raise ValueError(f"no F′-private bucketization exists: the SA value {name} is more frequent than its f′ "
+                         "allows (Lemma 3.7); raise its f′ or merge values.")
 
 def real_values(values, name: str) -> None:
     """Refuse values NumPy's float cast would misread: complex numbers (their imaginary part dropped), text and

@@ -227,9 +227,7 @@ def regression_r2(y, x, *, target: int = -1) -> float:
     d = x.shape[1]
     if d < 2:
         raise ValueError("regression_r2 needs at least two columns.")
-    if isinstance(target, (bool, np.bool_)) or not isinstance(target, (int, np.integer)) or not -d <= target < d:
-        # found in review: target = 1.5 ended in an IndexError and target = 7 (of d = 3) wrapped to column 1
-        raise ValueError(f"target must be a column index in [-{d}, {d - 1}], got {target!r}.")
+    _check_target(target, d)
     t = target % d
     if x.shape[0] < 2 or np.ptp(x[:, t]) == 0:  # found in review: −inf, or −288 for a release equal to the data
         raise ValueError("regression_r2 needs at least two records and a target column that is not constant (R² "
@@ -282,8 +280,15 @@ def _nanmean(v) -> float:
         return float(np.nanmean(v))
 
 
+def _check_target(target, d: int) -> None:
+    if isinstance(target, (bool, np.bool_)) or not isinstance(target, (int, np.integer)) or not -d <= target < d:
+        # found in review: target = 1.5 ended in an IndexError and target = 7 (of d = 3) wrapped to column 1
+        raise ValueError(f"target must be a column index in [-{d}, {d - 1}], got {target!r}.")
+
+
 def _r2_or_nan(y, x, target):
     x = np.asarray(x, np.float64)
+    _check_target(target, x.shape[1])  # (found in review: `summary(target=1.5)` indexed with it first: IndexError)
     if x.shape[1] < 2 or x.shape[0] < 2 or np.ptp(x[:, target % x.shape[1]]) == 0:
         return float("nan")
     return regression_r2(y, x, target=target)

@@ -85,6 +85,8 @@ def test_measures_refuse_what_they_would_misread():
     for target in (7, 1.5, True):
         with pytest.raises(ValueError, match="column index"):
             metrics.regression_r2(y, x, target=target)
+        with pytest.raises(ValueError, match="column index"):  # found in review: `summary` raised IndexError first
+            metrics.summary(y, x, 0.0, 10.0, target=target)
     with pytest.raises(ValueError, match="bins must be at most 1,000"):
         metrics.marginal_tv(y, x, 0.0, 1.0, bins=10**7)
     assert metrics.regression_r2(y, x, target=-3) == metrics.regression_r2(y, x, target=0)

@@ -56,6 +56,11 @@ def load_table(path: str, *, sensitive: str) -> tuple[list[str], np.ndarray, np.
     if len(rows) < 2:
         raise ValueError(f"{path} has no records.")
     header = [h.strip() for h in rows[0]]
+    repeated = sorted({h for h in header if header.count(h) > 1})
+    if repeated:  # found in review: "disease, disease" (or "disease, disease" after stripping) dropped only the first
+        # copy of the SA column, and the second was published as a QI column, next to every record
+        raise ValueError(f"{path}: the header repeats the column name(s) {repeated} (after stripping white space): give "
+                         "every column its own name.")
     if sensitive not in header:
         raise ValueError(f"sensitive column {sensitive!r} not in the header {header}.")
     j = header.index(sensitive)

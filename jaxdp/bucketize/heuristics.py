@@ -24,7 +24,11 @@ __all__ = ['Bucketing', 'two_size_bucketing', 'multi_size_bucketing', 'two_size'
 class Bucketing(NamedTuple):
     """A bucketization: `bucket[r]` is the bucket id of record r; `setting` lists (size, count) pairs; `fprime` the
     (SA value, f′) pairs it was built for (`anatomy`: 1/ℓ for every value), which `publish` re-checks on the table
-    it is given (None for a hand-made bucketing: pass `publish` the f′)."""
+    it is given (None for a hand-made bucketing: pass `publish` the f′).
+
+    Curator-only: `bucket` follows the input order (a value's records go to its buckets in the order they come), so
+    publishing it (or tables built from it by hand) links records to SA values; publish through `publish`, which deals
+    each value's records to its buckets at random with a fresh key and permutes QIT's rows."""
 
     bucket: np.ndarray
     setting: tuple

@@ -61,10 +61,13 @@ def value_counts(sa) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("the table is empty: nothing to bucketize.")
     if sa.ndim != 1:
         raise ValueError(f"sa must be one SA value per record (1-D), got shape {sa.shape}.")
-    if sa.dtype.kind in "fc" and np.isnan(sa).any() or sa.dtype == object and any(v is None or v != v for v in sa):
-        # found in review: a NaN SA value ended in a KeyError (NaN is not equal to itself)
-        i = int(np.flatnonzero(np.isnan(sa) if sa.dtype.kind in "fc" else [v is None or v != v for v in sa])[0])
-        raise ValueError(f"sa[{i}] is missing (None or NaN): every record needs its SA value.")
+    missing = (np.isnan(sa) if sa.dtype.kind in "fc" else np.isnat(sa) if sa.dtype.kind in "mM"
+               else np.asarray([v is None or v != v for v in sa]) if sa.dtype == object else None)
+    if missing is not None and missing.any():
+        # found in review: a NaN SA value ended in a KeyError (NaN is not equal to itself); NaT was counted as a value
+        # that no f′ mapping could name
+        i = int(np.flatnonzero(missing)[0])
+        raise ValueError(f"sa[{i}] is missing (None, NaN or NaT): every record needs its SA value.")
     values, counts = np.unique(sa, return_counts=True)
     return values, counts.astype(np.int64)
 
@@ -159,6 +162,10 @@ def assignment_exists(o, caps, sizes) -> bool:
     o = np.asarray(o, np.int64)
     caps = np.asarray(caps, np.int64)
     sizes = np.asarray(sizes, np.int64)
+    if caps.ndim != 2 or o.shape != (caps.shape[0],) or sizes.shape != (caps.shape[1],):
+        # found in review: 3 counts against 2 rows of capacities returned False, 1 count an IndexError
+        raise ValueError(f"assignment_exists takes counts o [m], capacities caps [m, q] and sizes [q]; got shapes "
+                         f"{o.shape}, {caps.shape} and {sizes.shape}.")
     m, q = caps.shape
     entries_fit = all(a.size == 0 or (a.min() >= 0 and a.max() < 2**31) for a in (o, caps, sizes))
     if not (entries_fit and o.sum() < 2**31 and sizes.sum() < 2**31):

@@ -18,17 +18,27 @@ import numpy as np
 
 from jaxdp import _validate, mechanisms
 from jaxdp.hvc.config import HVCConfig
-from jaxdp.hvc.stream import Result, _cast_within, _compute_dtype, _frame_epsilon, _output_dtype, _prepare
+from jaxdp.hvc.stream import (
+    Result,
+    _cast_within,
+    _compute_dtype,
+    _frame_epsilon,
+    _output_dtype,
+    _prepare,
+    _warn_dropped,
+)
 
 __all__ = ["pln", "frame_mean", "microaggregate", "midpoint"]
 
 
-def _plan(records, config, epsilon, ids, bounds):
+def _plan(records, config, epsilon, ids, bounds, noise_check=True):
     records, _, lo, hi, private, limit, frames, planner = _prepare(records, config, ids, bounds, epsilon)
+    if planner.dropped:  # as `anonymize` (found in review: the baselines dropped records past target_length silently)
+        _warn_dropped(planner.dropped, limit, stacklevel=4)
     index = np.concatenate([np.asarray(f[0], np.int64) for f in frames])
     frame = np.concatenate([np.full(len(f[0]), i) for i, f in enumerate(frames)])
     eps_frames = _frame_epsilon(config, epsilon, [len(f[0]) for f in frames], limit)
-    if eps_frames.size:  # a frame's noise must fit the compute dtype (found in review: records_per_subject = 10**45
+    if noise_check and eps_frames.size:  # a frame's noise must fit the compute dtype (found in review: records_per_subject = 10**45
         # gave ε_f = 1e-45, and PLN released ±inf, the frame mean NaN)
         _validate.noise_fits(float(np.sum(hi - lo)) / float(eps_frames.min()), _compute_dtype(config),
                              "a frame at its budget ε_f")
@@ -45,7 +55,8 @@ def pln(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bounds, i
     Privacy:
       A record's L1 sensitivity is ``ΣΛ`` (Corollary 1's GS(I_r)); with scale ``ΣΛ/ε_f`` each frame
       is ε_f-DP, at the same per-frame budget ε_f = ε·r/l as `anonymize`. ``config.noise`` selects the
-      sampler (``"grid"``: exact discrete Laplace on a grid of ΣΛ/256). Records are clamped into
+      sampler (default ``"float"``: the textbook float Laplace, with the float caveats of the README's privacy
+      section; ``"grid"``: exact discrete Laplace on a grid of ΣΛ/256). Records are clamped into
       the domain first; the noisy output is not clipped (the paper's PLN).
 
     Args:
@@ -132,6 +143,8 @@ def frame_mean(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bo
 
     Privacy: ε_f-DP per frame, the same frames and per-frame budgets as `anonymize` (paper accounting or
     `records_per_subject`); the release does not depend on the records except through the noisy means.
+    ``config.noise`` picks the sampler, as for `anonymize`: the default ``"float"`` is the textbook float
+    Laplace (the float caveats of the README's privacy section), ``"grid"`` the exact one (pure ε-DP).
 
     Args:
       key: typed key; shape ``[R]`` for R repetitions. records: ``[N, d]``. config: an `HVCConfig`.
@@ -156,11 +169,13 @@ def microaggregate(
     run of a frame may be shorter) are each released as their noisy centroid, ``mean + Lap(ΣΛ/(g·ε_f))``.
 
     Privacy: the grouping depends only on arrival order (public), groups of a frame are disjoint
-    (parallel composition), so each frame is ε_f-DP, as in `anonymize`.
+    (parallel composition), so each frame is ε_f-DP, as in `anonymize`. ``config.noise`` picks the sampler,
+    as for `anonymize`: the default ``"float"`` is the textbook float Laplace (the float caveats of the
+    README's privacy section), ``"grid"`` the exact one (pure ε-DP).
     """
     _validate.key(key, max_ndim=1)
     epsilon = float(_validate.positive_scalar("epsilon", epsilon))
-    group = _validate.size("group", group)
+    group = _validate.size("group", group, hi=2**40, why="groups are counted in int64 (a frame holds fewer records).")
     records, lo, hi, private, planner, index, frame, eps_frames, delay = _plan(records, config, epsilon, ids, bounds)
     x = _clamped(records, index, lo, hi)
     starts = np.r_[0, np.flatnonzero(np.diff(frame)) + 1]  # first released row of every frame
@@ -186,8 +201,12 @@ def _result(out, index, frame, planner, eps_frames, private, lo, hi, delay, conf
 
 
 def midpoint(records, config: HVCConfig, *, bounds, ids=None) -> Result:
-    """Release the domain midpoint for every record: no data used, no budget spent (ε = 0)."""
-    records, lo, hi, private, planner, index, frame, eps_frames, delay = _plan(records, config, 1.0, ids, bounds)  # ε unused
+    """Release the domain midpoint for every record: no budget spent (ε = 0), and no record's values used — unless
+    ``bounds="data"``, which reads the domain from the records (the result then says ``private=False``)."""
+    # ε unused, and no noise drawn: no check that a frame's noise fits (found in review: records_per_subject = 10**45
+    # asked to "raise epsilon" of a call that takes none)
+    records, lo, hi, private, planner, index, frame, eps_frames, delay = _plan(records, config, 1.0, ids, bounds,
+                                                                               noise_check=False)
     out = np.broadcast_to(0.5 * (lo + hi), (index.shape[0], lo.shape[0])).copy()
     return Result(
         records=out, index=index, delay=delay, footrule=np.zeros_like(index), capped=planner.capped,

@@ -768,3 +768,39 @@ def test_bucket_metrics_name_the_attribute_to_pass_and_counts_are_checked(key):
             B.simulate_inference(key, x, 5.0, epsilon=1.0, trials=3)
         with pytest.raises(ValueError, match="true count"):
             B.simulate_inference(key, 5.0, x, epsilon=1.0, trials=3)
+
+
+def test_load_table_refuses_a_header_that_repeats_a_name(tmp_path):
+    """Found in review: the header "age,disease, disease" (two names once stripped) removed only the first SA column;
+    the second stayed a QI column, and `publish` put every record's SA value into QIT (every check looks at sa only)."""
+    for header in ("age,disease, disease", "age,disease,disease", "age,age,disease"):
+        p = tmp_path / "t.csv"
+        p.write_text(header + "\n40,hiv,hiv\n50,flu,flu\n")
+        with pytest.raises(ValueError, match="repeats the column name"):
+            B.load_table(str(p), sensitive="disease")
+
+
+def test_infeasible_fprime_message_prints_neither_frequency_nor_fprime():
+    """Found in review: the message printed f′ to 10 digits; with the README's f′ = θ·f + b that gave the count back
+    (137 of 1,000 at θ = 0.9, b = 0)."""
+    o = np.array([137, 500, 363])
+    fp = B.fprime_linear(o / o.sum(), theta=0.9, b=0.0)
+    with pytest.raises(ValueError, match=r"SA value number 0 is more frequent") as err:
+        B.check_fprime(o, fp)
+    assert "0.1233" not in str(err.value) and "137" not in str(err.value)
+
+
+def test_bucketize_entry_points_refuse_misread_fprime_nat_and_mismatched_shapes():
+    """Found in review: the array-level bucketings parsed f′ given as text and read booleans as 1 (`fprime_of` refuses
+    both); NaT was counted as an SA value no mapping could name; `assignment_exists` returned False for 3 counts
+    against 2 rows of capacities, and raised IndexError for 1."""
+    o = np.array([3, 3])
+    for fp in (np.array(["0.5", "0.5"]), np.array([True, True])):
+        with pytest.raises(TypeError, match="f′ must be numbers"):
+            B.two_size_bucketing(o, fp)
+    sa = np.array(["2020-01-01", "NaT", "2020-01-02"], dtype="datetime64[D]")
+    with pytest.raises(ValueError, match=r"sa\[1\] is missing"):
+        B.value_counts(sa)
+    for counts in ([1, 1, 1], [1]):
+        with pytest.raises(ValueError, match="assignment_exists takes counts o"):
+            B.assignment_exists(counts, [[1, 1], [1, 1]], [2, 2])

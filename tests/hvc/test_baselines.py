@@ -132,3 +132,27 @@ def test_baselines_noise_has_the_l1_scale_of_each_group_in_every_column(key, rel
     z = (noise / (8.0 / (sizes[None, :, None] * eps))).reshape(-1)
     assert scipy.stats.kstest(z, scipy.stats.laplace.cdf).pvalue > 1e-4
     assert scipy.stats.kstest(z / 1.2, scipy.stats.laplace.cdf).pvalue < 1e-4
+
+
+@pytest.mark.parametrize("release", ["pln", "frame_mean", "microaggregate", "midpoint"])
+def test_baselines_warn_like_anonymize_when_records_past_target_length_are_dropped(key, release):
+    """Found in review: `anonymize` warns (BudgetExhaustedWarning) when records arrive past `target_length`; the
+    baselines returned fewer rows with `dropped` set and said nothing."""
+    cfg = jaxdp.HVCConfig(4, 2, target_length=10)
+    fn = getattr(jaxdp, release)
+    args = () if release == "midpoint" else (key,)
+    kw = {} if release == "midpoint" else {"epsilon": 1.0}
+    with pytest.warns(jaxdp.BudgetExhaustedWarning, match="10 records"):
+        out = fn(*args, CENSUS[:20], cfg, bounds=BOUNDS, **kw)
+    assert out.dropped == 10 and out.records.shape[-2] == 10
+
+
+def test_midpoint_draws_no_noise_so_no_noise_range_check_and_microaggregate_bounds_its_group(key):
+    """Found in review: `midpoint` (no ε, no noise) asked to "raise epsilon" at records_per_subject = 10**45, and
+    `microaggregate(group=10**30)` ended in an OverflowError."""
+    cfg = jaxdp.HVCConfig(4, 2, records_per_subject=10**45)
+    out = jaxdp.midpoint(CENSUS[:8], cfg, bounds=BOUNDS)
+    np.testing.assert_array_equal(out.records, np.broadcast_to(0.5 * (BOUNDS[0] + BOUNDS[1]), (8, 13)))
+    with pytest.raises(ValueError, match="group must be at most"):
+        jaxdp.microaggregate(key, CENSUS[:8], jaxdp.HVCConfig(4, 2, records_per_subject=1), epsilon=1.0,
+                             bounds=BOUNDS, group=10**30)
