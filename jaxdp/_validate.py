@@ -48,6 +48,17 @@ def positive_scalar(name: str, value: Any) -> Any:
     return value
 
 
+def eager(where: str, **values: Any) -> None:
+    """Refuse traced inputs (`jax.jit`, `jax.vmap`) of a release that checks its input and plans on the host, with
+    the way out. Found in review: `anonymize`, the baselines, `StreamAnonymizer`, `WEventStream` and `tree_counter`
+    ended in JAX's TracerArrayConversionError or ConcretizationTypeError under `jax.jit` or `jax.vmap`."""
+    for name, value in values.items():
+        if isinstance(value, jax.core.Tracer):
+            raise TypeError(f"{where} runs eagerly (it checks its input and plans on the host), and its {name} is traced "
+                            "by jax.jit or jax.vmap: call it outside them, with a key array [R] "
+                            "(jax.random.split(key, R)) for R repetitions.")
+
+
 def eager_epsilon(value: Any, where: str) -> Any:
     """`positive_scalar` for a release that runs eagerly (its budgets and checks are Python numbers): a traced ε is
     refused with the way out. Found in review: under `jax.jit` a traced ε ended in JAX's ConcretizationTypeError."""
@@ -102,6 +113,10 @@ def bounds(value: Any, d: int | None = None) -> tuple[np.ndarray, np.ndarray]:
       * shape `[d]`: widths Λ, the domain of attribute k is `[0, Λ_k]` (the paper's convention);
       * shape `[2, d]`: rows `lo` and `hi`, the domain of attribute k is `[lo_k, hi_k]`.
 
+    A 2 × 2 Python list (two attributes) that also reads as one ``[lo, hi]`` pair per attribute is refused:
+    ``[[lo_1, hi_1], [lo_2, hi_2]]`` and ``[[lo_1, lo_2], [hi_1, hi_2]]`` (rows) look alike; give a tuple ``(lo, hi)``
+    or a NumPy array of rows instead.
+
     Bounds are public input: they must not be computed from the private data (see
     `jaxdp.datasets.bounds_from_data` for the paper's explicitly non-private rule).
     """
@@ -123,6 +138,13 @@ def bounds(value: Any, d: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as err:
         raise TypeError(f"bounds must be numeric, got {value!r}.") from err
+    if isinstance(value, list) and arr.shape == (2, 2) and np.all(arr[:, 0] < arr[:, 1]):
+        # found in review: [[-20, 45], [0, 60]] meant as one [lo, hi] pair per column was read as rows lo, hi, and the
+        # two-column release lay in the wrong domains while marked private (with three columns it is a shape error)
+        raise ValueError("bounds given as a 2 × 2 list are ambiguous for two attributes: [[lo_1, hi_1], [lo_2, hi_2]] "
+                         "(a pair per attribute) or [[lo_1, lo_2], [hi_1, hi_2]] (rows lo and hi)? Pass a tuple "
+                         "(lo, hi) of the two rows, e.g. ((lo_1, lo_2), (hi_1, hi_2)), or a NumPy array of shape "
+                         "[2, d] (rows lo and hi).")
     if arr.ndim == 1:
         lo, hi = np.zeros_like(arr), arr
     elif arr.ndim == 2 and arr.shape[0] == 2:
@@ -223,6 +245,10 @@ def counts(counts, *, dtype=None, with_max: bool = False):
     try:
         arr = np.asarray(counts, dtype=np.float64)
     except (TypeError, ValueError) as err:
+        if any(t in str(err) for t in ("NAType", "NaTType", "NoneType")):  # found in review: pandas' NA was reported
+            # as ragged rows
+            raise ValueError("counts contain a missing value (None or pandas NA): fill or drop it first, e.g. "
+                             "df.fillna(0) where a missing count means none.") from None
         raise ValueError(f"counts must be a rectangular numeric array [T, d] (ragged rows?): {err}") from None
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
         raise ValueError(f"counts must have shape [T, d] with T, d >= 1, got {arr.shape}.")

@@ -66,6 +66,7 @@ def tree_counter(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: floa
 
 def _float64_sums(key, stream, epsilon, l1_sensitivity, horizon, noise):
     """Validate; the tree counter's float64 prefix sums and the release dtype of `noise`."""
+    _validate.eager("the tree counter", stream=stream)  # (a traced key works: jax.vmap over keys)
     _validate.key(key, max_ndim=1)  # a key array [R]: R releases (found in review: refused, against the convention)
     epsilon = float(_validate.eager_epsilon(epsilon, "the tree counter"))  # a Python float: in float32, ε/(L + 1)
     # rounded up (found in review: three registers at float32(1)/3 spent 1.0000000298)
@@ -224,6 +225,7 @@ class TreeCounter:
         return self._carry
 
     def push(self, x) -> jax.Array:
+        _validate.eager("TreeCounter.push", x=x)
         if self._t >= self._horizon:
             raise ValueError(f"the counter's horizon of {self._horizon} steps is used up (its budget covers no more).")
         _validate.real_values(x, "x")
@@ -275,6 +277,7 @@ def cmco(key: jax.Array, stream, *, epsilon: float, k: int, sparsity: int, times
     Returns:
       A list of D*_t arrays, shape ``[t]`` each (``[R, t]`` with a key array), in the order of `times`.
     """
+    _validate.eager("cmco", stream=stream)
     _validate.key(key, max_ndim=1)
     epsilon = float(_validate.eager_epsilon(epsilon, "cmco"))  # a Python float (as `tree_counter`)
     _validate.positive_scalar("l1_sensitivity", l1_sensitivity)

@@ -164,8 +164,11 @@ def measurements(n: int, s: int, c_k: float) -> int:
 
 # --------------------------------------------------------------------------------------- projection
 def projection(key: jax.Array, k: int, n: int, dtype=None) -> Float[Array, "k n"]:
-    """The public random matrix Φ ∈ {±1/√k}^{k×n} (i.i.d. symmetric Bernoulli) from `key`: the Φ that
-    `compressive` and `measure` use for that key, in any dtype and with or without ``jax_enable_x64``."""
+    """The public random matrix Φ ∈ {±1/√k}^{k×n} (i.i.d. symmetric Bernoulli) from `key`, the same in any dtype and
+    with or without ``jax_enable_x64``. `measure(key_phi, …)` uses ``projection(key_phi, k, n)``; a release
+    ``r = compressive(key, …)`` draws its Φ from the first of ``jax.random.split(key, 3)``, so its Φ is
+    ``projection(jax.random.split(key, 3)[0], r.k, n)`` (with a key array, per key; found in review: this said
+    `compressive` used ``projection(key, …)``)."""
     _validate.key(key, max_ndim=0)
     for name, v in (("k", k), ("n", n)):  # found in review: k = -1 ended in an MLIR error
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:

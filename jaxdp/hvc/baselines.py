@@ -65,6 +65,7 @@ def pln(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bounds, i
         noise are used). epsilon, bounds: the total budget and the public domain, as in `anonymize`. ids:
         optional subject ids.
     """
+    _validate.eager("pln", key=key, records=records, epsilon=epsilon, ids=ids)
     _validate.key(key, max_ndim=1)
     epsilon = float(_validate.positive_scalar("epsilon", epsilon))
     records, lo, hi, private, planner, index, frame, eps_frames, delay = _plan(records, config, epsilon, ids, bounds)
@@ -150,6 +151,7 @@ def frame_mean(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bo
       key: typed key; shape ``[R]`` for R repetitions. records: ``[N, d]``. config: an `HVCConfig`.
       epsilon, bounds: the total budget and the public domain, as in `anonymize`. ids: optional subject ids.
     """
+    _validate.eager("frame_mean", key=key, records=records, epsilon=epsilon, ids=ids)
     _validate.key(key, max_ndim=1)
     epsilon = float(_validate.positive_scalar("epsilon", epsilon))
     records, lo, hi, private, planner, index, frame, eps_frames, delay = _plan(records, config, epsilon, ids, bounds)
@@ -173,6 +175,7 @@ def microaggregate(
     as for `anonymize`: the default ``"float"`` is the textbook float Laplace (the float caveats of the
     README's privacy section), ``"grid"`` the exact one (pure ε-DP).
     """
+    _validate.eager("microaggregate", key=key, records=records, epsilon=epsilon, ids=ids)
     _validate.key(key, max_ndim=1)
     epsilon = float(_validate.positive_scalar("epsilon", epsilon))
     group = _validate.size("group", group, hi=2**40, why="groups are counted in int64 (a frame holds fewer records).")

@@ -243,6 +243,15 @@ class Planner:
         return rows, release_row
 
 
+def _column_names(records) -> tuple | None:
+    """The column names of a pandas DataFrame or a pyarrow Table / RecordBatch, else None."""
+    if hasattr(records, "column_names") and hasattr(records, "num_rows"):
+        return tuple(str(c) for c in records.column_names)
+    if hasattr(records, "to_numpy") and hasattr(records, "dtypes") and hasattr(records, "columns"):
+        return tuple(str(c) for c in records.columns)
+    return None
+
+
 def _table_to_array(records):
     """A pandas DataFrame or a pyarrow Table of numeric columns as a float64 array [N, d] (column order kept)."""
     if hasattr(records, "column_names") and hasattr(records, "num_rows"):  # pyarrow Table / RecordBatch
@@ -954,7 +963,9 @@ def anonymize(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bou
         ``config.records_per_subject = k`` it is the budget per subject (ε/k per frame).
       bounds: the public domain: ``(lo, hi)`` arrays of length d, or widths Λ (domain ``[0, Λ]``), or
         ``"data"`` for the paper's 1.5 × max rule, which reads the data and is **not private**
-        (``result.private`` is then False). Records are clamped into the domain.
+        (``result.private`` is then False). Records are clamped into the domain: NaN is coded as the domain midpoint and ±inf as the nearest bound (an
+        imputation, counted only in the curator-only diagnostics: replace missing values first where the midpoint would
+        bias the release).
       ids: optional subject id per record (any hashable values); repeated ids within a buffer are
         updates (the latest tuple is kept).
 
@@ -963,6 +974,7 @@ def anonymize(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bou
     """
     from jaxdp import _validate
 
+    _validate.eager("anonymize", key=key, records=records, epsilon=epsilon, ids=ids)
     _validate.key(key, max_ndim=1)
     epsilon = float(_validate.positive_scalar("epsilon", epsilon))
     records, ids, lo, hi, private, limit, frames, planner = _prepare(records, config, ids, bounds, epsilon)
@@ -1041,6 +1053,7 @@ def anonymize_streams(keys: jax.Array, streams, config: HVCConfig, *, epsilon: f
     """
     from jaxdp import _validate
 
+    _validate.eager("anonymize_streams", keys=keys, streams=streams, epsilon=epsilon)
     _validate.key(keys, max_ndim=1)
     if not isinstance(config, HVCConfig):  # found in review: a dict ended in an AttributeError
         raise TypeError(f"config must be an HVCConfig, got {type(config).__name__}.")
@@ -1140,6 +1153,7 @@ class StreamAnonymizer:
 
         if isinstance(key, HVCConfig):
             raise TypeError("StreamAnonymizer(key, config, epsilon=...): the key comes first, as in every jaxdp release call.")
+        _validate.eager("StreamAnonymizer", key=key, epsilon=epsilon)
         _validate.key(key)
         if key.shape != ():
             raise ValueError("StreamAnonymizer takes a single key; use anonymize for repetitions.")
@@ -1173,6 +1187,7 @@ class StreamAnonymizer:
         self.frames_done = 0
         self._warned_dropped = False
         self._with_ids = None  # with records_per_subject, whether pushes carry ids: fixed by the first with records
+        self._columns = None  # the first pushed table's column names (a DataFrame or Arrow table), kept by later tables
         self._failed = None  # why a push or flush failed after the stream's state had moved (then it is refused)
         self.epsilon_spent: list[float] = []  # ε of each released frame
         self.frame_sizes: list[int] = []  # records of each released frame
@@ -1200,7 +1215,16 @@ class StreamAnonymizer:
         numbers that no longer match the frame layer's (found in review). Start a new `StreamAnonymizer` with a
         fresh key for the records that follow.
         """
+        from jaxdp import _validate
+
         self._check_usable()
+        _validate.eager("StreamAnonymizer.push", records=records, ids=ids)
+        names = _column_names(records)
+        if names is not None and self._columns is not None and names != self._columns:
+            # found in review: a second push of df[["b", "a"]] after df[["a", "b"]] was taken by position, and column
+            # a's domain and release got b's values
+            raise ValueError(f"this push's columns {list(names)} are not the first table's {list(self._columns)} (in "
+                             "that order): select them in the same order, e.g. df[first_columns].")
         records = _check_records(records, self.d)
         ids = subject_keys(ids, records.shape[0])
         if records.shape[0] and self.config.records_per_subject is not None:  # (the paper's accounting holds for any
@@ -1212,6 +1236,8 @@ class StreamAnonymizer:
                                  "subject, so a subject's records pushed both ways would escape records_per_subject; "
                                  "pass ids= with every push (or with none).")
             self._with_ids = ids is not None
+        if names is not None and self._columns is None:
+            self._columns = names  # the first table's column order: later tables must keep it
         with self._state_changes():
             out = self._push(records, ids)
             if self.planner.dropped and not self._warned_dropped:  # (inside: found in review, under -W error this

@@ -169,6 +169,7 @@ def test_same_key_same_output_and_repetitions_match_single_runs(key):
     assert not np.allclose(many.records[0], many.records[1])
 
 
+@pytest.mark.filterwarnings("ignore::jaxdp.BudgetExhaustedWarning")  # (records past the target are dropped)
 @settings(max_examples=15, deadline=None)
 @given(
     n_rows=st.integers(1, 120),
@@ -198,6 +199,7 @@ def test_every_record_is_released_once_superseded_or_dropped(n_rows, n, b, n_sub
     np.testing.assert_array_equal(pln.index, res.index)
 
 
+@pytest.mark.filterwarnings("ignore::jaxdp.BudgetExhaustedWarning")  # (records past the target are dropped)
 @settings(max_examples=25, deadline=None)
 @given(
     n_rows=st.integers(1, 80),
@@ -1275,3 +1277,68 @@ def test_frame_mean_layer_queries_have_their_stated_sensitivities_and_distinct_k
                   + [tuple(np.round(width / r, 6)) for r in sizes])  # one variance and one mean query per frame
     assert got == want
     assert len({kd for kd, _ in calls}) == len(calls)  # every query of every frame its own key
+
+
+def test_two_attribute_bounds_given_as_a_2x2_list_are_refused_as_ambiguous(key):
+    """Found in review: [[-20, 45], [0, 60]] meant as a [lo, hi] pair per column was read as rows lo, hi; the two-column
+    release lay in the wrong domains, marked private (three columns gave a shape error). A tuple of rows or an array
+    is taken as documented."""
+    data = np.random.default_rng(0).uniform(0, 30, size=(16, 2))
+    cfg = jaxdp.HVCConfig(8, 2, records_per_subject=1)
+    with pytest.raises(ValueError, match="ambiguous for two attributes"):
+        jaxdp.anonymize(key, data, cfg, epsilon=1.0, bounds=[[-20.0, 45.0], [0.0, 60.0]])
+    rows = jaxdp.anonymize(key, data, cfg, epsilon=1.0, bounds=((-20.0, 0.0), (45.0, 60.0)))
+    np.testing.assert_array_equal(rows.lo, [-20.0, 0.0])
+    np.testing.assert_array_equal(rows.hi, [45.0, 60.0])
+    same = jaxdp.anonymize(key, data, cfg, epsilon=1.0, bounds=np.array([[-20.0, 0.0], [45.0, 60.0]]))
+    np.testing.assert_array_equal(same.records, rows.records)
+    # a list that reads only as rows (as pairs, [0, 0] would be an empty domain) is taken as rows
+    only_rows = jaxdp.anonymize(key, data, cfg, epsilon=1.0, bounds=[[0.0, 0.0], [40.0, 40.0]])
+    np.testing.assert_array_equal(only_rows.hi, [40.0, 40.0])
+
+
+def test_host_planned_releases_refuse_traced_inputs_with_the_way_out(key):
+    """Found in review: under jax.jit or jax.vmap, `anonymize`, the baselines, `StreamAnonymizer`, `WEventStream` and
+    the tree counter ended in JAX's TracerArrayConversionError or ConcretizationTypeError; the histogram releases and
+    `compressive` said what to do."""
+    from jaxdp import compressive, wevent
+
+    data = CENSUS[:16]
+    cfg = jaxdp.HVCConfig(8, 2, records_per_subject=1)
+    calls = {
+        "anonymize": lambda k, e: jaxdp.anonymize(k, data, cfg, epsilon=e, bounds=BOUNDS).records,
+        "frame_mean": lambda k, e: jaxdp.frame_mean(k, data, cfg, epsilon=e, bounds=BOUNDS).records,
+        "StreamAnonymizer": lambda k, e: jaxdp.StreamAnonymizer(k, cfg, epsilon=e, bounds=BOUNDS).push(data).records,
+        "WEventStream": lambda k, e: wevent.WEventStream(k, d=2, method="bd", w=3, epsilon=e).push(
+            np.ones(2)).releases,
+    }
+    for where, call in calls.items():
+        with pytest.raises(TypeError, match=f"{where} runs eagerly"):
+            jax.jit(call)(key, 1.0)
+        with pytest.raises(TypeError, match=f"{where} runs eagerly"):
+            jax.vmap(lambda k, c=call: c(k, 1.0))(jax.random.split(key, 2))
+    # the tree counter takes traced keys (jax.vmap over keys works), not a traced stream
+    with pytest.raises(TypeError, match="the tree counter runs eagerly"):
+        jax.jit(lambda s: compressive.tree_counter(key, s, epsilon=1.0))(np.ones(4))
+    with pytest.raises(TypeError, match="TreeCounter.push runs eagerly"):
+        jax.jit(lambda x: compressive.TreeCounter(key, epsilon=1.0, horizon=4).push(x))(1.0)
+    sa = jaxdp.StreamAnonymizer(key, cfg, epsilon=1.0, bounds=BOUNDS)
+    with pytest.raises(TypeError, match="StreamAnonymizer.push runs eagerly"):
+        jax.jit(lambda x: sa.push(x).records)(data)
+    assert sa.rows_seen == 0  # refused before anything entered the stream
+
+
+def test_stream_anonymizer_keeps_the_first_tables_column_order(key):
+    """Found in review: a second push of df[["b", "a"]] after df[["a", "b"]] was taken by position, and column a's
+    domain and release got b's values."""
+    pa = pytest.importorskip("pyarrow")
+    data = CENSUS[:16, :2]
+    bounds = np.stack([np.zeros(2), WIDTH[:2]])
+    sa = jaxdp.StreamAnonymizer(key, jaxdp.HVCConfig(8, 2, records_per_subject=1), epsilon=1.0, bounds=bounds)
+    sa.push(pa.table({"a": data[:8, 0], "b": data[:8, 1]}))
+    with pytest.raises(ValueError, match=r"columns \['b', 'a'\] are not the first table's \['a', 'b'\]"):
+        sa.push(pa.table({"b": data[8:, 1], "a": data[8:, 0]}))
+    assert sa.rows_seen == 8  # refused, nothing changed
+    sa.push(pa.table({"a": data[8:, 0], "b": data[8:, 1]}))
+    sa.push(data[:0])  # a plain array carries no names: taken by position, as before
+    assert sa.rows_seen == 16

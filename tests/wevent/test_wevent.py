@@ -881,3 +881,16 @@ def test_dissimilarity_noise_is_calibrated_to_the_ledgers_eps1_and_sensitivity_1
     assert len(dis) == T
     np.testing.assert_allclose([e for e, _ in dis], np.asarray(res.eps1, np.float64), rtol=1e-6)
     assert all(s == pytest.approx(1 / d) for _, s in dis)
+
+
+def test_a_missing_count_is_named_as_missing_not_ragged(key):
+    """Found in review: a pandas NA among the counts was reported as "ragged rows?"."""
+    counts = np.array([[1], [2], [None], [4]], dtype=object)
+    try:
+        import pandas as pd
+
+        counts[2, 0] = pd.NA
+    except ImportError:
+        pass
+    with pytest.raises(ValueError, match="missing value|NaN"):
+        wevent.run(key, counts, method="bd", w=2, epsilon=1.0)
