@@ -11,15 +11,8 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from jaxdp import _validate, mechanisms
-from jaxdp.compressive.mechanism import (
-    ValuesClampedWarning,
-    _basis_key,
-    _clamp_warned,
-    _check_vector,
-    _HashableMatrix,
-    _signs,
-)
-from jaxdp.compressive.recovery import _recover, psi_ops
+from jaxdp.compressive.mechanism import ValuesClampedWarning, _clamp_warned, _check_vector, _signs
+from jaxdp.compressive.recovery import _basis_key, _HashableMatrix, _recover, psi_ops
 
 __all__ = ['tree_counter', 'TreeCounter', 'continual_identity', 'cmco', 'value_cap', 'ValuesClampedWarning']
 

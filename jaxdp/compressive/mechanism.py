@@ -15,7 +15,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from jaxdp import _validate, mechanisms
-from jaxdp.compressive.recovery import _recover, min_c5, psi_ops
+from jaxdp.compressive.recovery import _basis_key, _HashableMatrix, _recover, min_c5, psi_ops
 from jaxdp._validate import vector as _check_vector  # the eager checks live in _validate
 
 
@@ -355,20 +355,6 @@ def _compressive_public(key, d, epsilon, config, sparsity, k, noise):
     return CompressiveResult(out, s, k, float(epsilon), True)
 
 
-def _basis_key(basis):
-    return basis if isinstance(basis, str) else _HashableMatrix(np.asarray(basis, np.float64))
-
-
-class _HashableMatrix:
-    def __init__(self, m):
-        self.m = m
-        self._h = hash(m.tobytes())
-
-    def __hash__(self):
-        return self._h
-
-    def __eq__(self, other):
-        return isinstance(other, _HashableMatrix) and np.array_equal(self.m, other.m)
 
 
 def measure(key_phi: jax.Array, key_noise: jax.Array, d, *, epsilon, k: int, noise: str = "float",

@@ -1009,16 +1009,18 @@ def test_a_releases_projection_is_that_of_the_first_split_key(key):
     """Found in review: `projection`'s docstring said `compressive(key, …)` uses ``projection(key, …)``; it draws Φ
     from ``jax.random.split(key, 3)[0]``. With negligible noise and a public S, the release is the recovery from
     ΦD: the documented Φ reproduces it (per key of a key array too), ``projection(key, …)`` does not."""
-    n, s, k = 64, 4, 40
-    d = np.abs(np.random.default_rng(3).normal(size=n)) * 100.0
-    keys = jax.random.split(key, 2)
-    many = C.compressive(keys, d, epsilon=1e9, sparsity=s, k=k)
-    for r in range(2):
-        phi = C.projection(jax.random.split(keys[r], 3)[0], k, n, jnp.float32)
+    n, s, k = 64, 4, 20  # the sizes and config of the key-array test above: its compiled programs serve here
+    d = C.synthetic_compressible(5, n=n)
+    keys = jax.random.split(key, 3)
+    cfg = C.CompressiveConfig(iterations=10, refit=3)
+    many = C.compressive(keys, d, epsilon=1e9, config=cfg, sparsity=s, k=k)
+
+    def recovered(phi):
         y = jnp.asarray(np.asarray(phi, np.float64) @ d, jnp.float32)
-        rec = np.asarray(C.recover(phi, y, basis="haar", sparsity=s), np.float64)
+        return np.asarray(C.recover(phi, y, basis="haar", sparsity=s, iterations=10, refit=3), np.float64)
+
+    for r in (0, 2):
+        rec = recovered(C.projection(jax.random.split(keys[r], 3)[0], k, n, jnp.float32))
         np.testing.assert_allclose(np.asarray(many.release[r], np.float64), rec, rtol=1e-3, atol=1e-2)
-        wrong_phi = C.projection(keys[r], k, n, jnp.float32)
-        wrong = np.asarray(C.recover(wrong_phi, jnp.asarray(np.asarray(wrong_phi, np.float64) @ d, jnp.float32),
-                                     basis="haar", sparsity=s), np.float64)
+        wrong = recovered(C.projection(keys[r], k, n, jnp.float32))
         assert np.max(np.abs(wrong - rec)) > 1.0  # the check can tell the two apart
