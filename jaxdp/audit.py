@@ -20,6 +20,7 @@ a claim on particular neighbours, it does not prove DP.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -81,12 +82,31 @@ def _check_level(name: str, value) -> None:
         raise ValueError(f"{name} must be in (0, 1), got {value!r}.")
 
 
+def _identity(out):
+    """The default statistic: the output itself (one function, so that its programs are reused)."""
+    return out
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _vmapped(mechanism, statistic, keys, x):
+    """One program per (mechanism, statistic, shapes): found in review, a `jax.jit` built inside every call compiled
+    the same program again for each sample set of an audit and for each pair of `audit_pairs`."""
+    return jax.vmap(lambda k: statistic(mechanism(k, x)))(keys)
+
+
 def _samples(mechanism, statistic, key, x, trials, batched=False):
     keys = jax.random.split(key, trials)
     if batched:  # mechanism(keys [T], x) → T outputs; statistic maps them to [T]
         out = statistic(mechanism(keys, x))
     else:
-        out = jax.jit(jax.vmap(lambda k: statistic(mechanism(k, x))))(keys)
+        try:
+            out = _vmapped(mechanism, statistic, keys, x)
+        except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
+                jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError, TypeError, ValueError):
+            # a mechanism that reads x's values on the host, an x that is not an array or an unhashable mechanism:
+            # x as a constant (the
+            # program is then compiled for this x)
+            out = jax.jit(jax.vmap(lambda k: statistic(mechanism(k, x))))(keys)
     out = np.asarray(out, np.float64)
     if out.size != trials:  # (found in review: a vector output ended in NumPy's reshape error)
         raise ValueError(f"statistic must map one output to a scalar: {trials} trials gave outputs of shape "
@@ -178,7 +198,7 @@ def audit(
     trials = _validate.size("trials", trials, hi=MAX_TRIALS, why="the trials' outputs are held in memory at once.")
     if selection_trials is not None:
         selection_trials = _validate.size("selection_trials", selection_trials, hi=MAX_TRIALS)
-    statistic = statistic or (lambda out: out)
+    statistic = statistic or _identity
     selection_trials = selection_trials or max(1000, trials // 4)
     k_sel, k_meas = jax.random.split(key)
     ks = jax.random.split(k_sel, 2)
