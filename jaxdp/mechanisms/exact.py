@@ -382,7 +382,8 @@ def canonical_sum(rc, neg, w, qc, j):
 
 
 def snap_and_add(key: jax.Array, x, *, scale, spacing) -> jax.Array:
-    """``γ·(round(x/γ) + Z)`` with Z exact discrete Laplace of scale ``scale/γ`` (traceable core).
+    """``γ·(round(x/γ) + Z)`` with Z exact discrete Laplace of scale ``scale/γ`` (traceable core; called eagerly it
+    runs as one compiled program — found in review: its loops ran op by op and compiled again at every call, ≈ 3 s).
 
     The sum ``round(x/γ) + Z`` is formed exactly in integers and only then converted to floats, so
     the output is a function of that integer alone (post-processing): rounding can never reveal
@@ -392,6 +393,12 @@ def snap_and_add(key: jax.Array, x, *, scale, spacing) -> jax.Array:
     callers make that impossible with public rules (eager checks, pruned candidates, skipped
     publications), so a NaN would be a bug, and it depends on public values only.
     """
+    if all(not isinstance(v, jax.core.Tracer) for v in (key, x, scale, spacing)):
+        return _snap_and_add_jit(key, x, scale, spacing)
+    return _snap_and_add(key, x, scale, spacing)
+
+
+def _snap_and_add(key, x, scale, spacing):
     x = jnp.asarray(x)
     dtype = x.dtype
     spacing = jnp.broadcast_to(jnp.asarray(spacing, dtype), x.shape)
@@ -403,6 +410,9 @@ def snap_and_add(key: jax.Array, x, *, scale, spacing) -> jax.Array:
     total = high.astype(dtype) * pow_j.astype(dtype) + low.astype(dtype)  # a function of S only
     total = jnp.where(ratio.reshape(-1) < MAX_SCALE, total, jnp.nan)  # never clamp the noise down
     return (total.reshape(x.shape)) * spacing
+
+
+_snap_and_add_jit = jax.jit(_snap_and_add)
 
 
 # ------------------------------------------------------------------------------------------------
