@@ -48,15 +48,15 @@ def positive_scalar(name: str, value: Any) -> Any:
     return value
 
 
-def eager(where: str, **values: Any) -> None:
+def eager(where: str, way_out: str = "call it outside them, with a key array [R] (jax.random.split(key, R)) for R "
+          "repetitions", **values: Any) -> None:
     """Refuse traced inputs (`jax.jit`, `jax.vmap`) of a release that checks its input and plans on the host, with
     the way out. Found in review: `anonymize`, the baselines, `StreamAnonymizer`, `WEventStream` and `tree_counter`
     ended in JAX's TracerArrayConversionError or ConcretizationTypeError under `jax.jit` or `jax.vmap`."""
     for name, value in values.items():
         if isinstance(value, jax.core.Tracer):
             raise TypeError(f"{where} runs eagerly (it checks its input and plans on the host), and its {name} is traced "
-                            "by jax.jit or jax.vmap: call it outside them, with a key array [R] "
-                            "(jax.random.split(key, R)) for R repetitions.")
+                            f"by jax.jit or jax.vmap: {way_out}.")
 
 
 def eager_epsilon(value: Any, where: str) -> Any:
@@ -138,13 +138,18 @@ def bounds(value: Any, d: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as err:
         raise TypeError(f"bounds must be numeric, got {value!r}.") from err
-    if isinstance(value, list) and arr.shape == (2, 2) and np.all(arr[:, 0] < arr[:, 1]):
+    nested = isinstance(value, list) and all(isinstance(e, (list, tuple)) for e in value)  # (rows given as arrays,
+    # [lo, hi], are the documented form: found in review, refusing them broke it)
+    if nested and arr.shape == (2, 2) and np.all(arr[:, 0] < arr[:, 1]):
         # found in review: [[-20, 45], [0, 60]] meant as one [lo, hi] pair per column was read as rows lo, hi, and the
         # two-column release lay in the wrong domains while marked private (with three columns it is a shape error)
-        raise ValueError("bounds given as a 2 × 2 list are ambiguous for two attributes: [[lo_1, hi_1], [lo_2, hi_2]] "
-                         "(a pair per attribute) or [[lo_1, lo_2], [hi_1, hi_2]] (rows lo and hi)? Pass a tuple "
-                         "(lo, hi) of the two rows, e.g. ((lo_1, lo_2), (hi_1, hi_2)), or a NumPy array of shape "
-                         "[2, d] (rows lo and hi).")
+        if np.all(arr[0] < arr[1]):
+            raise ValueError("bounds given as a 2 × 2 list are ambiguous for two attributes: [[lo_1, hi_1], [lo_2, "
+                             "hi_2]] (a pair per attribute) or [[lo_1, lo_2], [hi_1, hi_2]] (rows lo and hi)? Pass a "
+                             "tuple (lo, hi) of the two rows, e.g. ((lo_1, lo_2), (hi_1, hi_2)), or a NumPy array of "
+                             "shape [2, d] (rows lo and hi).")
+        raise ValueError("bounds read as rows lo and hi give an empty domain (hi <= lo), but read as one [lo, hi] pair "
+                         "per attribute they do not: for pairs, pass np.array(pairs).T (rows lo and hi).")
     if arr.ndim == 1:
         lo, hi = np.zeros_like(arr), arr
     elif arr.ndim == 2 and arr.shape[0] == 2:
@@ -249,7 +254,10 @@ def counts(counts, *, dtype=None, with_max: bool = False):
             # as ragged rows
             raise ValueError("counts contain a missing value (None or pandas NA): fill or drop it first, e.g. "
                              "df.fillna(0) where a missing count means none.") from None
-        raise ValueError(f"counts must be a rectangular numeric array [T, d] (ragged rows?): {err}") from None
+        # (NumPy's message is not repeated: it quotes the cell, e.g. "could not convert string to float: 'x7'" — a value
+        # of the data, found in review)
+        raise ValueError("counts must be a rectangular numeric array [T, d]: ragged rows, or a value that is not a "
+                         "number.") from None
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
         raise ValueError(f"counts must have shape [T, d] with T, d >= 1, got {arr.shape}.")
     if dtype is None:

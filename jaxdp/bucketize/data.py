@@ -56,6 +56,9 @@ def load_table(path: str, *, sensitive: str) -> tuple[list[str], np.ndarray, np.
     if len(rows) < 2:
         raise ValueError(f"{path} has no records.")
     header = [h.strip() for h in rows[0]]
+    if "" in header:  # (found in review: a trailing comma's empty name was reported as a repeated name)
+        raise ValueError(f"{path}: the header has an empty column name (column {header.index('') + 1}; a trailing "
+                         "delimiter?): name every column, or remove the empty one.")
     repeated = sorted({h for h in header if header.count(h) > 1})
     if repeated:  # found in review: "disease, disease" (or "disease, disease" after stripping) dropped only the first
         # copy of the SA column, and the second was published as a QI column, next to every record

@@ -57,9 +57,9 @@ def tree_counter(key: jax.Array, stream, *, epsilon: float, l1_sensitivity: floa
         return sums.astype(out)
 
 
-def _float64_sums(key, stream, epsilon, l1_sensitivity, horizon, noise):
+def _float64_sums(key, stream, epsilon, l1_sensitivity, horizon, noise, where="tree_counter"):
     """Validate; the tree counter's float64 prefix sums and the release dtype of `noise`."""
-    _validate.eager("the tree counter", stream=stream)  # (a traced key works: jax.vmap over keys)
+    _validate.eager(where, "jax.vmap over keys works, not over the stream", stream=stream)  # (a traced key works)
     _validate.key(key, max_ndim=1)  # a key array [R]: R releases (found in review: refused, against the convention)
     epsilon = float(_validate.eager_epsilon(epsilon, "the tree counter"))  # a Python float: in float32, ε/(L + 1)
     # rounded up (found in review: three registers at float32(1)/3 spent 1.0000000298)
@@ -218,7 +218,7 @@ class TreeCounter:
         return self._carry
 
     def push(self, x) -> jax.Array:
-        _validate.eager("TreeCounter.push", x=x)
+        _validate.eager("TreeCounter.push", "push concrete values; jax.vmap over the key of TreeCounter(key, …) works", x=x)
         if self._t >= self._horizon:
             raise ValueError(f"the counter's horizon of {self._horizon} steps is used up (its budget covers no more).")
         _validate.real_values(x, "x")
@@ -241,7 +241,7 @@ def continual_identity(key: jax.Array, stream, *, epsilon: float, l1_sensitivity
                        noise: str = "float") -> Float[Array, " T"]:
     """The baseline of the paper's Section 6.3: D*_t[i] = Σ*_i − Σ*_{i−1} from one tree counter (ε-DP), the
     differences taken in float64 before the cast to the release dtype."""
-    sums, out = _float64_sums(key, stream, epsilon, l1_sensitivity, None, noise)
+    sums, out = _float64_sums(key, stream, epsilon, l1_sensitivity, None, noise, where="continual_identity")
     t_axis = int(key.ndim)  # time after the repetition axis of a key array [R]
     with jax.enable_x64(True):
         first = jnp.zeros_like(jax.lax.slice_in_dim(sums, 0, 1, axis=t_axis))
@@ -270,7 +270,7 @@ def cmco(key: jax.Array, stream, *, epsilon: float, k: int, sparsity: int, times
     Returns:
       A list of D*_t arrays, shape ``[t]`` each (``[R, t]`` with a key array), in the order of `times`.
     """
-    _validate.eager("cmco", stream=stream)
+    _validate.eager("cmco", "jax.vmap over keys works, not over the stream", stream=stream)
     _validate.key(key, max_ndim=1)
     epsilon = float(_validate.eager_epsilon(epsilon, "cmco"))  # a Python float (as `tree_counter`)
     _validate.positive_scalar("l1_sensitivity", l1_sensitivity)

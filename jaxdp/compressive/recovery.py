@@ -155,9 +155,22 @@ def recover(phi, y, *, basis, sparsity, iterations: int = 100, refit: int = 30):
     if _validate.is_concrete(y) and not np.all(np.isfinite(np.asarray(y))):
         raise ValueError("y contains NaN or inf: the samples must be finite.")
     psi_ops(basis, n, phi.dtype)  # the basis checked here, eagerly
+    iterations, refit = _loop_count("iterations", iterations), _loop_count("refit", refit)
     # one program per (basis, sizes, iterations): found while timing a test, called eagerly the loops dispatched op by
     # op and compiled each body apart (4.4 s on the 2-core CPU for n = 64, 10 + 3 iterations; 1.4 s compiled once)
     return _recover_public(phi, jnp.asarray(y, phi.dtype), jnp.asarray(sparsity), _basis_key(basis), iterations, refit)
+
+
+def _loop_count(name, value) -> int:
+    """A whole number ≥ 0 of loop steps, as a Python int: it sizes the compiled program (found in review: a JAX array
+    or a traced count was refused by the jit's static argument with JAX's own message)."""
+    if isinstance(value, jax.core.Tracer):
+        raise TypeError(f"{name} must be a concrete whole number (it sets the program's loop count), not traced: pass "
+                        "it from outside jax.jit.")
+    v = np.asarray(value)
+    if v.ndim or v.dtype.kind not in "iu" or v < 0:
+        raise ValueError(f"{name} must be a whole number >= 0, got {value!r}.")
+    return int(v)
 
 
 def _basis_key(basis):

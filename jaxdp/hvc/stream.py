@@ -1153,7 +1153,7 @@ class StreamAnonymizer:
 
         if isinstance(key, HVCConfig):
             raise TypeError("StreamAnonymizer(key, config, epsilon=...): the key comes first, as in every jaxdp release call.")
-        _validate.eager("StreamAnonymizer", key=key, epsilon=epsilon)
+        _validate.eager("StreamAnonymizer", way_out="make one per key (each takes a single key), outside jax.jit and jax.vmap", key=key, epsilon=epsilon)
         _validate.key(key)
         if key.shape != ():
             raise ValueError("StreamAnonymizer takes a single key; use anonymize for repetitions.")
@@ -1203,6 +1203,10 @@ class StreamAnonymizer:
         Warns (`BudgetExhaustedWarning`, once) when records arrive after `target_length` records were
         protected: they are dropped (counted in `dropped`).
 
+        Records may be an array ``[k, d]``, a pandas DataFrame or a pyarrow Table: the first table pushed fixes the
+        column order (by name), and a later table with other names or another order is refused; arrays are taken by
+        position.
+
         Raises:
           ValueError / TypeError: records or ids this stream cannot take (nothing is changed: push again), among them
             with `records_per_subject`, a push with ids after pushes without (or the reverse): a record without an id
@@ -1218,7 +1222,7 @@ class StreamAnonymizer:
         from jaxdp import _validate
 
         self._check_usable()
-        _validate.eager("StreamAnonymizer.push", records=records, ids=ids)
+        _validate.eager("StreamAnonymizer.push", way_out="make one per key (each takes a single key), outside jax.jit and jax.vmap", records=records, ids=ids)
         names = _column_names(records)
         if names is not None and self._columns is not None and names != self._columns:
             # found in review: a second push of df[["b", "a"]] after df[["a", "b"]] was taken by position, and column

@@ -622,7 +622,7 @@ class WEventStream:
 
     def __init__(self, key: jax.Array, *, d: int, method: str, w: int, epsilon: float, shift: bool | str = False,
                  start: int = 1, noise: str = "float", initial: str = "zero"):
-        _validate.eager("WEventStream", key=key)  # (its state would be traced; `run` takes traced keys)
+        _validate.eager("WEventStream", way_out="make one per key (each takes a single key), outside jax.jit and jax.vmap", key=key)  # (its state would be traced; `run` takes traced keys)
         _validate.key(key)
         if key.shape != ():
             raise ValueError(f"WEventStream takes one typed key, got a key array of shape {key.shape} (one stream per key).")
@@ -646,7 +646,7 @@ class WEventStream:
     def push(self, counts) -> WEventResult:
         """Release timestamp i's counts ``[d]``; returns a `WEventResult` of this one timestamp (``releases [1, d]``
         and the ledger entries ``[1]``): the results of all pushes, concatenated, are `run`'s."""
-        _validate.eager("WEventStream.push", counts=counts)
+        _validate.eager("WEventStream.push", way_out="make one per key (each takes a single key), outside jax.jit and jax.vmap", counts=counts)
         if np.ndim(counts) != 1:
             raise ValueError(f"push takes one timestamp's {self.d} counts (a 1-D array), got shape {np.shape(counts)}.")
         with _arithmetic(self.noise):  # checked and cast as `run` does (1e300 into float32 is refused)

@@ -778,6 +778,9 @@ def test_load_table_refuses_a_header_that_repeats_a_name(tmp_path):
         p.write_text(header + "\n40,hiv,hiv\n50,flu,flu\n")
         with pytest.raises(ValueError, match="repeats the column name"):
             B.load_table(str(p), sensitive="disease")
+    p.write_text("age,disease,\n40,hiv,\n50,flu,\n")  # a trailing comma: an empty name, said so
+    with pytest.raises(ValueError, match="empty column name .column 3; a trailing delimiter"):
+        B.load_table(str(p), sensitive="disease")
 
 
 def test_infeasible_fprime_message_prints_neither_frequency_nor_fprime():

@@ -883,6 +883,14 @@ def test_compressive_helpers_check_concrete_input(key):
         with pytest.raises(ValueError, match="sparsity"):
             C.recover(phi, np.ones(8), basis="haar", sparsity=s)
     traced = jax.jit(lambda y, s: C.recover(phi, y, basis="haar", sparsity=s))(np.ones(8), 2)  # traced: unchecked
+    # loop counts size the compiled program: a whole-number array is taken, a traced one refused with the way out
+    # (found in review: both ended in the jit's "Non-hashable static arguments" error)
+    np.testing.assert_array_equal(C.recover(phi, np.ones(8), basis="haar", sparsity=2, iterations=jnp.asarray(100)),
+                                  C.recover(phi, np.ones(8), basis="haar", sparsity=2))
+    with pytest.raises(TypeError, match="iterations must be a concrete whole number"):
+        jax.jit(lambda it: C.recover(phi, np.ones(8), basis="haar", sparsity=2, iterations=it))(10)
+    with pytest.raises(ValueError, match="refit must be a whole number"):
+        C.recover(phi, np.ones(8), basis="haar", sparsity=2, refit=2.5)
     np.testing.assert_allclose(traced, C.recover(phi, np.ones(8), basis="haar", sparsity=2), rtol=1e-5, atol=1e-6)
 
 

@@ -894,3 +894,6 @@ def test_a_missing_count_is_named_as_missing_not_ragged(key):
         pass
     with pytest.raises(ValueError, match="missing value|NaN"):
         wevent.run(key, counts, method="bd", w=2, epsilon=1.0)
+    with pytest.raises(ValueError, match="not a number") as err:  # (NumPy's message quoted the cell: a data value)
+        wevent.run(key, np.array([["1"], ["x7"]], dtype=object), method="bd", w=2, epsilon=1.0)
+    assert "x7" not in str(err.value)
