@@ -111,3 +111,18 @@ def test_min_count_zero_still_means_no_minimum(key):
     res = audit.audit(lambda k, x: x + jax.random.laplace(k), key, 0.0, 1.0, trials=1000, min_count=0,
                       confidence=np.asarray(0.9))
     assert 0.0 <= res.lower_bound < 1.5
+
+
+def test_the_audit_applies_its_statistic(key):
+    """From a mutation audit: every test used the identity statistic, so an audit that dropped `statistic` passed.
+    A vector output needs it to become a scalar, and a constant statistic carries no evidence at all."""
+
+    def mech(k, x):
+        return x + jax.random.laplace(k, (2,))
+
+    res = audit.audit(mech, key, jnp.zeros(2), jnp.ones(2), trials=1000, selection_trials=1000,
+                      statistic=lambda o: o[0])
+    assert res.lower_bound > 0  # the first coordinate differs by 1 at ε = 1: some evidence
+    flat = audit.audit(mech, key, jnp.zeros(2), jnp.ones(2), trials=1000, selection_trials=1000,
+                       statistic=lambda o: jnp.zeros_like(o[0]))
+    assert flat.lower_bound == 0.0

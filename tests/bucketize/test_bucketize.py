@@ -791,6 +791,7 @@ def test_infeasible_fprime_message_prints_neither_frequency_nor_fprime():
     with pytest.raises(ValueError, match=r"SA value number 0 is more frequent") as err:
         B.check_fprime(o, fp)
     assert "0.1233" not in str(err.value) and "137" not in str(err.value)
+    assert "=" not in str(err.value).split("its f′")[1]  # no f′ at any precision (a mutant printing 0.123 passed)
 
 
 def test_bucketize_entry_points_refuse_misread_fprime_nat_and_mismatched_shapes():

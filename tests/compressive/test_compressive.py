@@ -891,6 +891,9 @@ def test_compressive_helpers_check_concrete_input(key):
         jax.jit(lambda it: C.recover(phi, np.ones(8), basis="haar", sparsity=2, iterations=it))(10)
     with pytest.raises(ValueError, match="refit must be a whole number"):
         C.recover(phi, np.ones(8), basis="haar", sparsity=2, refit=2.5)
+    for name in ("iterations", "refit"):
+        with pytest.raises(ValueError, match=f"{name} must be a whole number >= 0"):
+            C.recover(phi, np.ones(8), basis="haar", sparsity=2, **{name: -1})
     np.testing.assert_allclose(traced, C.recover(phi, np.ones(8), basis="haar", sparsity=2), rtol=1e-5, atol=1e-6)
 
 

@@ -1285,8 +1285,9 @@ def test_two_attribute_bounds_given_as_a_2x2_list_are_refused_as_ambiguous(key):
     is taken as documented."""
     data = np.random.default_rng(0).uniform(0, 30, size=(16, 2))
     cfg = jaxdp.HVCConfig(8, 2, records_per_subject=1)
-    with pytest.raises(ValueError, match="ambiguous for two attributes"):
-        jaxdp.anonymize(key, data, cfg, epsilon=1.0, bounds=[[-20.0, 45.0], [0.0, 60.0]])
+    for pairs in ([[-20.0, 45.0], [0.0, 60.0]], [(-20.0, 45.0), (0.0, 60.0)]):  # lists of lists or of tuples
+        with pytest.raises(ValueError, match="ambiguous for two attributes"):
+            jaxdp.anonymize(key, data, cfg, epsilon=1.0, bounds=pairs)
     rows = jaxdp.anonymize(key, data, cfg, epsilon=1.0, bounds=((-20.0, 0.0), (45.0, 60.0)))
     np.testing.assert_array_equal(rows.lo, [-20.0, 0.0])
     np.testing.assert_array_equal(rows.hi, [45.0, 60.0])
@@ -1313,6 +1314,8 @@ def test_host_planned_releases_refuse_traced_inputs_with_the_way_out(key):
     calls = {
         "anonymize": lambda k, e: jaxdp.anonymize(k, data, cfg, epsilon=e, bounds=BOUNDS).records,
         "frame_mean": lambda k, e: jaxdp.frame_mean(k, data, cfg, epsilon=e, bounds=BOUNDS).records,
+        "pln": lambda k, e: jaxdp.pln(k, data, cfg, epsilon=e, bounds=BOUNDS).records,
+        "microaggregate": lambda k, e: jaxdp.microaggregate(k, data, cfg, epsilon=e, bounds=BOUNDS).records,
         "StreamAnonymizer": lambda k, e: jaxdp.StreamAnonymizer(k, cfg, epsilon=e, bounds=BOUNDS).push(data).records,
         "WEventStream": lambda k, e: wevent.WEventStream(k, d=2, method="bd", w=3, epsilon=e).push(
             np.ones(2)).releases,
@@ -1325,6 +1328,16 @@ def test_host_planned_releases_refuse_traced_inputs_with_the_way_out(key):
     # the tree counter takes traced keys (jax.vmap over keys works), not a traced stream
     with pytest.raises(TypeError, match="tree_counter runs eagerly.*vmap over keys works"):
         jax.jit(lambda s: compressive.tree_counter(key, s, epsilon=1.0))(np.ones(4))
+    with pytest.raises(TypeError, match="continual_identity runs eagerly"):
+        jax.jit(lambda s: compressive.continual_identity(key, s, epsilon=1.0))(np.ones(4))
+    with pytest.raises(TypeError, match="cmco runs eagerly.*vmap over keys works"):
+        jax.jit(lambda s: compressive.cmco(key, s, epsilon=1.0, k=4, sparsity=2, times=[8]))(np.ones(8))
+    with pytest.raises(TypeError, match="anonymize_streams runs eagerly"):
+        jax.jit(lambda ks: jaxdp.anonymize_streams(ks, np.stack([data, data]), cfg, epsilon=1.0, bounds=BOUNDS).records)(
+            jax.random.split(key, 2))
+    ws = wevent.WEventStream(key, d=2, method="bd", w=3, epsilon=1.0)
+    with pytest.raises(TypeError, match="WEventStream.push runs eagerly"):
+        jax.jit(lambda c: ws.push(c).releases)(np.ones(2))
     with pytest.raises(TypeError, match="TreeCounter.push runs eagerly"):
         jax.jit(lambda x: compressive.TreeCounter(key, epsilon=1.0, horizon=4).push(x))(1.0)
     sa = jaxdp.StreamAnonymizer(key, cfg, epsilon=1.0, bounds=BOUNDS)
