@@ -29,6 +29,12 @@ def is_concrete(value: Any) -> bool:
     return not isinstance(value, jax.core.Tracer)
 
 
+def all_concrete(*values: Any) -> bool:
+    """True when none of `values` is traced: a mechanism core called eagerly then runs its compiled program (one per
+    shape) instead of dispatching its operations one by one; traced calls stay inline in the caller's program."""
+    return not any(isinstance(v, jax.core.Tracer) for v in values)
+
+
 def positive_scalar(name: str, value: Any) -> Any:
     """Check that `value` is a finite scalar > 0 when it is concrete; return it unchanged."""
     if isinstance(value, bool):

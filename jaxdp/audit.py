@@ -104,8 +104,7 @@ def _samples(mechanism, statistic, key, x, trials, batched=False):
         except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
                 jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError, TypeError, ValueError):
             # a mechanism that reads x's values on the host, an x that is not an array or an unhashable mechanism:
-            # x as a constant (the
-            # program is then compiled for this x)
+            # x as a constant (the program is then compiled for this x)
             out = jax.jit(jax.vmap(lambda k: statistic(mechanism(k, x))))(keys)
     out = np.asarray(out, np.float64)
     if out.size != trials:  # (found in review: a vector output ended in NumPy's reshape error)

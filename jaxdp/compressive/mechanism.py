@@ -18,7 +18,6 @@ from jaxdp import _validate, mechanisms
 from jaxdp.compressive.recovery import _basis_key, _HashableMatrix, _recover, min_c5, psi_ops
 from jaxdp._validate import vector as _check_vector  # the eager checks live in _validate
 
-
 __all__ = ['measure', 'CompressiveConfig', 'sparsity_scores', 'max_sparsity', 'measurements', 'projection', 'CompressiveResult', 'compressive', 'laplace_identity']
 
 
@@ -353,8 +352,6 @@ def _compressive_public(key, d, epsilon, config, sparsity, k, noise):
     phi, y_star = _private_part(k_phi, k_noise, v, eps_noise, k, kn, dtype, float(config.l1_sensitivity))
     out = _recover_jit(phi, y_star, s, _basis_key(config.basis), config.iterations, config.refit)
     return CompressiveResult(out, s, k, float(epsilon), True)
-
-
 
 
 def measure(key_phi: jax.Array, key_noise: jax.Array, d, *, epsilon, k: int, noise: str = "float",

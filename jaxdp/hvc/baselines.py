@@ -31,6 +31,14 @@ from jaxdp.hvc.stream import (
 __all__ = ["pln", "frame_mean", "microaggregate", "midpoint"]
 
 
+def _release_args(where, key, records, epsilon, ids) -> float:
+    """The checks every noisy baseline makes first: concrete input (it plans on the host), a typed key or key array
+    ``[R]``, and ε as a Python float."""
+    _validate.eager(where, key=key, records=records, epsilon=epsilon, ids=ids)
+    _validate.key(key, max_ndim=1)
+    return float(_validate.positive_scalar("epsilon", epsilon))
+
+
 def _plan(records, config, epsilon, ids, bounds, noise_check=True):
     records, _, lo, hi, private, limit, frames, planner = _prepare(records, config, ids, bounds, epsilon)
     if planner.dropped:  # as `anonymize` (found in review: the baselines dropped records past target_length silently)
@@ -38,8 +46,8 @@ def _plan(records, config, epsilon, ids, bounds, noise_check=True):
     index = np.concatenate([np.asarray(f[0], np.int64) for f in frames])
     frame = np.concatenate([np.full(len(f[0]), i) for i, f in enumerate(frames)])
     eps_frames = _frame_epsilon(config, epsilon, [len(f[0]) for f in frames], limit)
-    if noise_check and eps_frames.size:  # a frame's noise must fit the compute dtype (found in review: records_per_subject = 10**45
-        # gave ε_f = 1e-45, and PLN released ±inf, the frame mean NaN)
+    if noise_check and eps_frames.size:  # a frame's noise must fit the compute dtype (found in review:
+        # records_per_subject = 10**45 gave ε_f = 1e-45, and PLN released ±inf, the frame mean NaN)
         _validate.noise_fits(float(np.sum(hi - lo)) / float(eps_frames.min()), _compute_dtype(config),
                              "a frame at its budget ε_f")
     # records that arrived after each one before its frame was released, as `anonymize` reports (found in review:
@@ -65,9 +73,7 @@ def pln(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bounds, i
         noise are used). epsilon, bounds: the total budget and the public domain, as in `anonymize`. ids:
         optional subject ids.
     """
-    _validate.eager("pln", key=key, records=records, epsilon=epsilon, ids=ids)
-    _validate.key(key, max_ndim=1)
-    epsilon = float(_validate.positive_scalar("epsilon", epsilon))
+    epsilon = _release_args("pln", key, records, epsilon, ids)
     records, lo, hi, private, planner, index, frame, eps_frames, delay = _plan(records, config, epsilon, ids, bounds)
     x = records[index].astype(np.float64)
     x = np.clip(np.where(np.isnan(x), 0.5 * (lo + hi), x), lo, hi)
@@ -151,9 +157,7 @@ def frame_mean(key: jax.Array, records, config: HVCConfig, *, epsilon: float, bo
       key: typed key; shape ``[R]`` for R repetitions. records: ``[N, d]``. config: an `HVCConfig`.
       epsilon, bounds: the total budget and the public domain, as in `anonymize`. ids: optional subject ids.
     """
-    _validate.eager("frame_mean", key=key, records=records, epsilon=epsilon, ids=ids)
-    _validate.key(key, max_ndim=1)
-    epsilon = float(_validate.positive_scalar("epsilon", epsilon))
+    epsilon = _release_args("frame_mean", key, records, epsilon, ids)
     records, lo, hi, private, planner, index, frame, eps_frames, delay = _plan(records, config, epsilon, ids, bounds)
     x = _clamped(records, index, lo, hi)
     sizes = np.bincount(frame, minlength=eps_frames.shape[0]).astype(np.float64)
@@ -175,9 +179,7 @@ def microaggregate(
     as for `anonymize`: the default ``"float"`` is the textbook float Laplace (the float caveats of the
     README's privacy section), ``"grid"`` the exact one (pure ε-DP).
     """
-    _validate.eager("microaggregate", key=key, records=records, epsilon=epsilon, ids=ids)
-    _validate.key(key, max_ndim=1)
-    epsilon = float(_validate.positive_scalar("epsilon", epsilon))
+    epsilon = _release_args("microaggregate", key, records, epsilon, ids)
     group = _validate.size("group", group, hi=2**40, why="groups are counted in int64 (a frame holds fewer records).")
     records, lo, hi, private, planner, index, frame, eps_frames, delay = _plan(records, config, epsilon, ids, bounds)
     x = _clamped(records, index, lo, hi)

@@ -36,6 +36,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxdp import _validate
+
 __all__ = ["MAX_SCALE", "MAX_INT_SCALE", "discrete_laplace", "representable_scale", "snap_and_add", "threefry2x32",
            "threefry_bits", "uniform_words"]
 
@@ -393,7 +395,7 @@ def snap_and_add(key: jax.Array, x, *, scale, spacing) -> jax.Array:
     callers make that impossible with public rules (eager checks, pruned candidates, skipped
     publications), so a NaN would be a bug, and it depends on public values only.
     """
-    if all(not isinstance(v, jax.core.Tracer) for v in (key, x, scale, spacing)):
+    if _validate.all_concrete(key, x, scale, spacing):
         return _snap_and_add_jit(key, x, scale, spacing)
     return _snap_and_add(key, x, scale, spacing)
 

@@ -327,8 +327,8 @@ def exponential_mechanism(key: jax.Array, scores, *, epsilon, sensitivity, noise
     int_dtype = jax.dtypes.canonicalize_dtype(jnp.int64)  # the default int (int64 under x64)
     if kernel_noise(noise) == "grid":
         # called eagerly: one compiled program (found in review: the exact sampler's loop ran op by op, ≈ 1.6 s a call)
-        core = _exponential_exact_jit if all(_validate.is_concrete(v) for v in (key, scores, epsilon, sensitivity)) \
-            else exponential_exact_core
+        eager = _validate.all_concrete(key, scores, epsilon, sensitivity)
+        core = _exponential_exact_jit if eager else exponential_exact_core
         return core(key, scores, epsilon, sensitivity).astype(int_dtype)
     factor = _factor(epsilon, sensitivity, scores.dtype)
     return _exponential(key, scores, factor).astype(int_dtype)
@@ -361,7 +361,7 @@ def exponential_segments(key: jax.Array, scores, segment, active, *, epsilon, se
         idx = jnp.arange(n)
         won = active & (v == best[segment]) & (v > -jnp.inf)  # a segment of excluded candidates has no winner
         return jax.ops.segment_min(jnp.where(won, idx, n), segment, num_segments=n)
-    if all(_validate.is_concrete(v) for v in (key, scores, segment, active, epsilon, sensitivity)):
+    if _validate.all_concrete(key, scores, segment, active, epsilon, sensitivity):
         # called eagerly: one compiled program (found in review: its rejection loop ran op by op, 2–3 s a call)
         return _exponential_segments_exact_jit(key, scores, segment, active, epsilon, sensitivity)
     return _exponential_segments_exact(key, scores, segment, active, epsilon, sensitivity)
