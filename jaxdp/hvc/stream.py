@@ -30,6 +30,7 @@ import unicodedata
 import warnings
 from collections import OrderedDict
 from fractions import Fraction
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -548,9 +549,11 @@ class _FrameMeans:
 
     The frame spends ε_f in all (sequential composition of its queries; its blocks hold distinct subjects
     and compose in parallel). Keys: ``fold_in(fold_in(key, 2³² − 1 or 2³² − 2), f)`` (block keys are
-    ``fold_in(key, j)`` with j < 2³² − 2). The base that the "frame_mean" mode predicts from is the
-    inverse-variance weighted average y (weights ∝ (r·ε_μ)²) of the noisy means of frames 1 … f, replaced column
-    by column by its posterior mean for a mean uniform on the public domain: the mean of N(y, σ²) truncated to
+    ``fold_in(key, j)`` with j < 2³² − 2). The base that the "frame_mean" mode predicts from is the local-level
+    filter's estimate y (`local_level`) from the noisy means of frames 1 … f and their public noise variances
+    2(unit_j/(r·ε_μ))²: their inverse-variance weighted average while the released means do not move beyond
+    their noise, weighted towards recent frames where they drift (fourteenth session; measured in RESULTS),
+    replaced column by column by its posterior mean for a mean uniform on the public domain: the mean of N(y, σ²) truncated to
     [lo, hi], σ² the public noise variance of y (Gaussian for the average of Laplace draws). It tends to the
     midpoint where σ ≫ the width, to y where σ is small, and stays near an edge where y is near it (the
     positive-part James–Stein shrinkage towards the midpoint it replaced pulled columns near an edge inward: up to
@@ -582,8 +585,9 @@ class _FrameMeans:
             tab = quantize.tables(self.n, bounds, kinds=config.kinds, order=config.order, accounting=config.accounting)
             self.lap1 = float(np.min(tab.laplace_mse[:, 1]))  # Laplace error of t = 1 at ε_QL = 1 (public)
         self.unasked = 0  # frames released without a query of their own (grid: budgets the sampler cannot take)
-        self.sums = None  # running weighted sums: means [(R,) d], variances [(R,) d]
+        self.sums = None  # running weighted sums of the noisy variances [(R,) d]
         self.weights = None  # their total weights [(R,)]
+        self.level = None  # the column means' local-level filter (`LevelState`), carried between calls
         self.frames = 0
 
     def frame_epsilon_for_blocks(self) -> tuple[float, float | None]:
@@ -602,8 +606,8 @@ class _FrameMeans:
                 return float(np.sqrt(d * self.lap1 / (_LIVE_FRACTION * energy)) / self.eps_ql)
 
         seen = None
-        if self.weights is not None and np.ndim(self.weights[1]) == 0 and self.weights[1] > 0:
-            seen = needed(float(np.sum(np.maximum(self.sums[1] / self.weights[1], 0.0))))  # the running noisy variance
+        if self.weights is not None and np.ndim(self.weights) == 0 and self.weights > 0:
+            seen = needed(float(np.sum(np.maximum(self.sums / self.weights, 0.0))))  # the running noisy variance
         return needed(np.sum(self.width**2) / 4), seen  # V at its largest, ΣΛ²/4
 
     def grid_frames(self, sizes, eps_frames, possible):
@@ -692,13 +696,13 @@ class _FrameMeans:
                                   idx, np.uint32(_BASE_STREAMS[q]), np.int32(coordinates), kernel)
                 return np.asarray(out, np.float64)[..., :f, :]  # fmt: skip
 
-        def running(q, noisy, w):  # inverse-variance weighted running average over frames (and earlier calls)
+        def running(noisy, w):  # inverse-variance weighted running average over frames (and earlier calls)
             # the carried sums start the cumulative sum, so that a stream pushed in pieces adds in the batch
             # order (found in review: added after it, float64 streams differed from the batch run by 2e-15)
             terms, weights = noisy * w[..., None], np.asarray(w, np.float64)
             if self.sums is not None:
-                terms = np.concatenate([self.sums[q][..., None, :], terms], axis=-2)
-                weights = np.concatenate([self.weights[q][..., None], weights], axis=-1)
+                terms = np.concatenate([self.sums[..., None, :], terms], axis=-2)
+                weights = np.concatenate([self.weights[..., None], weights], axis=-1)
                 return np.cumsum(terms, axis=-2)[..., 1:, :], np.cumsum(weights, axis=-1)[..., 1:]
             return np.cumsum(terms, axis=-2), np.cumsum(weights, axis=-1)
 
@@ -720,28 +724,102 @@ class _FrameMeans:
         masked = np.where(possible[:, None], moments[1], 0.0)  # frames not asked: nothing of the data enters
         # the variances: one joint query (L1 sensitivity ΣΛ²/r over the d columns, all of which may move)
         noisy_v = release(1, masked, np.where(possible, eps_v, 1.0), np.ones(d), np.full(d, self.sens[1]), d)
-        v_sum, v_tot = running(1, noisy_v, w_v)  # zero weight where not asked
+        v_sum, v_tot = running(noisy_v, w_v)  # zero weight where not asked
         energy = np.sum(np.maximum(v_sum / np.maximum(v_tot, 1e-300)[..., None], 0.0), axis=-1)  # [(R,) F]
         with np.errstate(over="ignore"):
             live = possible & (self.lap1 / (self.eps_ql * eps_frames) ** 2 <= _LIVE_FRACTION * energy / d)
         eps_mu = np.where(live, self.share, 1.0) * eps_frames - eps_v
         # the means: column j its own query (sensitivity Λ_j/r, budget ε_μ·alloc_j); a frame not asked gets a dummy
-        # row (value 0, budget 1, one record: in the sampler's range) and weight 0
-        mu_sum, mu_tot = running(0, release(0, np.where(asked[:, None], moments[0], 0.0), np.where(asked, eps_mu, 1.0),
-                                            self.alloc, self.width, 1, np.where(asked, sizes, 1.0)),
-                                 np.where(asked, (sizes * eps_mu) ** 2, 0.0))  # fmt: skip
-        self.sums = (mu_sum[..., -1, :], v_sum[..., -1, :])
-        self.weights = (mu_tot[..., -1], v_tot[..., -1])
+        # row (value 0, budget 1, one record: in the sampler's range) and no weight
+        noisy_mu = release(0, np.where(asked[:, None], moments[0], 0.0), np.where(asked, eps_mu, 1.0), self.alloc,
+                           self.width, 1, np.where(asked, sizes, 1.0))  # fmt: skip
+        w_mu = np.broadcast_to(np.where(asked, (sizes * eps_mu) ** 2, 0.0), (*reps, f))
+        with np.errstate(over="ignore", divide="ignore"):  # column j's noise variance 2(unit_j/(r·ε_μ))²; inf: not asked
+            var_mu = np.where(w_mu[..., None] > 0, 2.0 * self.scale_unit**2 / w_mu[..., None], np.inf)
+        y, var_y, self.level = local_level(noisy_mu, var_mu, self.level)
+        self.sums, self.weights = v_sum[..., -1, :], v_tot[..., -1]
         self.frames += f
-        # Each column's running mean y, replaced by its posterior mean for a mean uniform on the domain [0, Λ]
+        # Each column's estimate y, replaced by its posterior mean for a mean uniform on the domain [0, Λ]
         # given y ~ N(mean, σ²), σ the public s.d. of y: the mean of N(y, σ²) truncated to [0, Λ] (post-processing
         # of released values and public sizes).
         # Found in review: at ε = 1e-4 on a ±1e150 domain an earlier estimate was inf/inf and NaN records were
         # released; `truncated_normal_mean` gives the midpoint (public) wherever y or σ is not finite.
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # huge domains: inf/inf handled there
-            y = mu_sum / mu_tot[..., None]
-            base = truncated_normal_mean(y, np.sqrt(2.0) * self.scale_unit / np.sqrt(mu_tot[..., None]), self.width)
+            base = truncated_normal_mean(y, np.sqrt(var_y), self.width)
         return base, energy, np.where(live, 1.0 - self.share, 0.0)
+
+
+_LEVEL_Z = 3.0  # the local-level filter's drift estimate: standard errors subtracted (below)
+_LEVEL_BURN_IN = 3  # ... and the differences of frame means it needs before it is used
+
+
+class LevelState(NamedTuple):
+    """The state of `local_level` after a run of frames (float64 NumPy arrays ``[(R,) d]``; ``count`` ``[(R,) d]``
+    integer): the estimate and its variance, the last observed mean and its variance, and the drift statistics."""
+
+    estimate: np.ndarray
+    variance: np.ndarray
+    last_mean: np.ndarray
+    last_variance: np.ndarray
+    drift_sum: np.ndarray
+    drift_fourth: np.ndarray
+    count: np.ndarray
+
+
+def local_level(means, variances, state: LevelState | None = None, *, z: float = _LEVEL_Z,
+                burn_in: int = _LEVEL_BURN_IN) -> tuple[np.ndarray, np.ndarray, LevelState]:
+    """A local-level (random walk plus noise) filter over the frames' noisy column means, column by column:
+    post-processing of released values and their public noise variances.
+
+    Model: frame f's mean μ_f = μ_{f−1} + drift (variance q), observed as ``means[f] = μ_f + noise`` (variance
+    ``variances[f]``; ``inf`` where a frame was not observed). The filter's estimate of μ_f after frame f and its
+    variance: with q = 0 they are the inverse-variance weighted average of every observation so far and one over
+    the sum of the weights (the frame-mean layer's estimate before the fourteenth session); with q > 0 earlier
+    frames weigh less, so a stream whose means move (a season, a trend) is followed. q is estimated from the
+    released means themselves: the mean of ``(m_f − m_{f−1})² − v_f − v_{f−1}`` over the consecutive observed
+    pairs so far, less `z` standard errors of that mean where q = 0 (√(5.25·Σ(v_f + v_{f−1})²)/count: the
+    square of a difference of two Laplace draws has variance 3.5·(v_f + v_{f−1})², and consecutive differences
+    share a draw, ×1.5), clipped at 0, and 0 until `burn_in` differences were seen. A stationary stream keeps
+    q = 0 throughout in 86 % of runs of 12 frames (the tests). What it gains on time-ordered data and costs on
+    still data is measured in RESULTS ("Utility against the strongest simple baselines").
+
+    Args:
+      means: ``[(R,) F, d]`` float64, the frames' noisy column means.
+      variances: ``[(R,) F, d]`` float64, their public noise variances (``inf``: not observed).
+      state: the state a previous call returned (a stream pushed in pieces gets the estimates of one call).
+      z, burn_in: the drift estimate's safety margin and the differences it needs (public constants).
+
+    Returns:
+      ``(estimates [(R,) F, d], variances [(R,) F, d], state)``; an estimate is NaN (variance inf) before any
+      observation.
+    """
+    means = np.asarray(means, np.float64)
+    variances = np.asarray(variances, np.float64)
+    shape = means.shape[:-2] + means.shape[-1:]
+    if state is None:
+        nan, inf, zero = np.full(shape, np.nan), np.full(shape, np.inf), np.zeros(shape)
+        state = LevelState(nan, inf, nan, inf, zero, zero.copy(), np.zeros(shape, np.int64))
+    x, p, last_m, last_v, d_sum, d_four, count = (np.array(a) for a in state)
+    est, var = np.empty_like(means), np.empty_like(means)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for f in range(means.shape[-2]):
+            m, v = means[..., f, :], variances[..., f, :]
+            seen = np.isfinite(v)
+            pair = seen & np.isfinite(last_v)  # a difference of two observed frames' means
+            d_sum = np.where(pair, d_sum + (m - last_m) ** 2 - v - last_v, d_sum)
+            d_four = np.where(pair, d_four + (v + last_v) ** 2, d_four)
+            count = count + pair
+            with np.errstate(divide="ignore"):
+                q = np.where(count >= burn_in, (d_sum - z * np.sqrt(5.25 * d_four)) / np.maximum(count, 1), 0.0)
+            q = np.maximum(q, 0.0)
+            first = seen & ~np.isfinite(p)
+            prior = p + q
+            gain = np.where(seen & ~first, prior / (prior + v), 0.0)
+            x = np.where(first, m, x + gain * (m - x))
+            p = np.where(first, v, np.where(seen, (1.0 - gain) * prior, prior))
+            last_m, last_v = np.where(seen, m, last_m), np.where(seen, v, last_v)
+            est[..., f, :], var[..., f, :] = x, p
+    return est, var, LevelState(x, p, last_m, last_v, d_sum, d_four, count)
 
 
 def truncated_normal_mean(y, sd, width) -> np.ndarray:
