@@ -558,6 +558,22 @@ def test_efpa_and_spa_choose_k_and_draw_noise_with_different_keys(key, mechanism
         assert names == sorted(["exponential", noise]) and mechanism_calls[0][1] != mechanism_calls[1][1]
 
 
+@pytest.mark.slow  # (clears JAX's caches: the worker's later tests would trace their programs again)
+def test_php_final_choice_and_count_noise_draw_with_different_keys_and_their_budgets(key, mechanism_calls):
+    """P-HP's final choice of configuration (exponential mechanism, ε/4, Δerr = 2) and its counts' noise
+    (ReleaseHistogram, Laplace at ε/2, sensitivity 1) are drawn with different keys. Found by a mutation audit: the
+    counts released with the final choice's key (their noise then correlates with the private choice) passed — the
+    key check above covers EFPA and SPA only. Each draw is recorded from a fresh trace."""
+    h = H.synthetic_histogram(4, n=16, kind="step", total=500).astype(np.float64)
+    eps = 0.8
+    H.php(key, h, epsilon=eps)
+    calls = {c[0]: c for c in mechanism_calls}
+    assert sorted(c[0] for c in mechanism_calls) == ["exponential", "laplace"]
+    assert calls["exponential"][1] != calls["laplace"][1]
+    assert np.allclose(calls["exponential"][2], eps / 4) and np.allclose(calls["exponential"][3], 2.0)
+    assert np.allclose(calls["laplace"][2], eps / 2) and np.allclose(calls["laplace"][3], 1.0)
+
+
 def test_php_depth_is_the_ceiling_of_log2_n():
     """d = ⌈log₂ n⌉ (at least 1), as documented (found in an audit of the tests: ⌊log₂ n⌋ passed; n = 5 gave 2)."""
     assert [H.php_depth(n) for n in (1, 2, 3, 4, 5, 8, 9, 4096, 4097)] == [1, 1, 2, 2, 3, 3, 4, 12, 13]

@@ -37,6 +37,20 @@ def test_fig5_ba_budgets_reproduced_exactly(x64, key):
     np.testing.assert_allclose(sums[2:], [1.0, 5 / 6, 1.0, 2 / 3], rtol=1e-12)  # Fig. 5: ε, 5ε/6, ε, 2ε/3
 
 
+def test_budget_shift_ledger_absorbs_exactly_the_rest_of_the_window(x64, key):
+    """With the shift (Sec. 4.5) ε_{i,1} = ε/d and the publications share P = ε − w·ε/d: BA, w = 3, d = 12, ε = 1,
+    publishing at 3 (absorbing 2 skipped units: all of P = 3/4), 4 and 5 nullified, publishing at 6 (one unit,
+    1/4). The windows 1–3, 2–4 and 3–5 spend exactly ε. Found by a mutation audit: P = ε − (w − 1)·ε/d (windows
+    at ε + ε/d) passed every fast test (the randomized window test rarely fills a window under the shift)."""
+    res = wevent.run(key, np.ones((6, 12)), method="ba", w=3, epsilon=1.0, shift=True, decisions=[0, 0, 1, 1, 1, 1])
+    np.testing.assert_allclose(res.eps1, np.full(6, 1 / 12), rtol=1e-12)
+    np.testing.assert_allclose(res.eps2, [0, 0, 3 / 4, 0, 0, 1 / 4], rtol=1e-12)
+    assert list(np.asarray(res.nullified)) == [False, False, False, True, True, False]
+    sums = wevent.window_sums(res.eps1, res.eps2, 3)
+    assert list(np.asarray(res.published)) == [False, False, True, False, False, True]
+    np.testing.assert_allclose(sums[2:], [1.0, 1.0, 1.0, 1 / 2], rtol=1e-12)  # windows 1–3, 2–4, 3–5: all of ε
+
+
 def test_ba_without_nullification_would_break_the_window(x64, key):
     res = wevent.run(key, np.ones((6, 2)), method="ba", w=3, epsilon=1.0, decisions=[1, 0, 1, 1, 1, 0])
     eps2 = np.asarray(res.eps2).copy()
@@ -86,6 +100,48 @@ def test_uniform_and_sample_noise_scales(key):
     np.testing.assert_array_equal(released[1:10], np.broadcast_to(released[0], (9, 5)))  # nulls repeat o_l
     zs = ((released[pub] - 50.0) * 2.0).reshape(-1)
     assert scipy.stats.kstest(zs, scipy.stats.laplace().cdf).pvalue > ALPHA
+
+
+@pytest.mark.parametrize("method", ["uniform", "sample"])
+def test_uniform_and_sample_ledgers_report_the_budget_their_noise_spends(key, method):
+    """The ledger of Uniform (ε/w at every timestamp) and Sample (ε at each publication, 0 elsewhere) holds the
+    budgets the noise spends: each at or below its exact value and within 10⁻⁶ of it, every full window summing
+    to ε, and the noise standardized by the ledger's ε_{i,2} Laplace(0, 1) (KS, α = 10⁻⁴; the control at 2·ε_{i,2}
+    is rejected). Found by a mutation audit: Uniform's ledger reporting ε/(2w) while its noise spent ε/w passed
+    (the test above checks the noise against w/ε, the window tests only that the ledger sums to at most ε)."""
+    w, eps, t, d = 10, 2.0, 200, 50
+    counts = np.full((t, d), 50.0)
+    res = wevent.run(key, counts, method=method, w=w, epsilon=eps)
+    eps1, eps2 = np.asarray(res.eps1, np.float64), np.asarray(res.eps2, np.float64)
+    pub = np.asarray(res.published)
+    budget = eps / w if method == "uniform" else eps
+    assert pub.sum() == (t if method == "uniform" else t // w) and np.all(eps1 == 0) and np.all(eps2[~pub] == 0)
+    assert np.all(eps2[pub] <= budget) and np.allclose(eps2[pub], budget, rtol=1e-6)
+    sums = wevent.window_sums(eps1, eps2, w)
+    assert np.all(sums <= eps) and np.allclose(sums[w - 1 :], eps, rtol=1e-6)
+    z = (np.asarray(res.releases, np.float64)[pub] - 50.0) * eps2[pub][:, None]
+    assert scipy.stats.kstest(z.ravel(), "laplace").pvalue > ALPHA
+    assert scipy.stats.kstest(2 * z.ravel(), "laplace").pvalue < ALPHA
+
+
+def test_epsilon_spent_is_the_whole_ledger_of_each_timestamp(key):
+    """`epsilon_spent`, the per-timestamp loss a caller checks the windows with, is ``eps1 + eps2`` (summed in the
+    ledger's dtype) for `run`, `WEventStream` pushes and `run_partitioned`, never below BD/BA's ε_{i,1} = ε/(2w),
+    and its windows sum to at most ε. Found by a mutation audit: `epsilon_spent` returning ``eps2`` alone (the
+    dissimilarity's ε/(2w) per timestamp left out) passed every test."""
+    counts = wevent.synthetic_counts(2, timestamps=20, columns=6)
+    w, eps = 4, 1.0
+    stream = wevent.WEventStream(key, d=6, method="ba", w=w, epsilon=eps)
+    pushed = [stream.push(c) for c in counts]
+    results = [wevent.run(key, counts, method="bd", w=w, epsilon=eps),
+               wevent.run_partitioned(key, counts, method="ba", w=w, epsilon=eps, groups=2), *pushed]
+    for r in results:
+        spent = np.asarray(r.epsilon_spent, np.float64)
+        np.testing.assert_allclose(spent, np.asarray(r.eps1, np.float64) + np.asarray(r.eps2, np.float64), rtol=1e-6)
+        assert np.all(spent >= eps / (2 * w) * (1 - 1e-6))
+    whole = np.concatenate([np.asarray(p.epsilon_spent, np.float64) for p in pushed])
+    assert np.all(wevent.window_sums(whole, 0.0, w) <= eps * (1 + 1e-6))
+    assert np.all(wevent.window_sums(results[0].epsilon_spent, 0.0, w) <= eps * (1 + 1e-6))
 
 
 def test_bd_and_ba_beat_uniform_on_slowly_varying_counts(key):
@@ -205,6 +261,24 @@ def test_uniform_all_at_once_equals_pushes_step_by_step(key, noise):
     many = wevent.run(keys, counts, method="uniform", w=4, epsilon=2.0, noise=noise)
     np.testing.assert_array_equal(many.releases[1], wevent.run(keys[1], counts, method="uniform", w=4, epsilon=2.0,
                                                                 noise=noise).releases)  # fmt: skip
+
+
+@pytest.mark.parametrize("method", ["uniform", "ba"])
+def test_pushes_spend_epsilon_rounded_down_to_the_kernel_dtype_as_run_does(key, method):
+    """`run` derives every budget from ε rounded down to the kernel's float dtype; `WEventStream` must too. At
+    ε = 0.3 float32's nearest value is 0.3000000119 > 0.3: pushes and `run` give the same release and ledger, and
+    every window of the pushes' ledger sums to at most ε in exact rationals (Uniform: every window is full). Found
+    by a mutation audit: `push` spending float32(ε) (a window of Uniform at 0.30000000447) passed every fast test
+    (the push-equals-run tests use ε = 1, which float32 holds)."""
+    eps, w = 0.3, 3
+    counts = wevent.synthetic_counts(4, timestamps=12, columns=6)
+    batch = wevent.run(key, counts, method=method, w=w, epsilon=eps)
+    stream = wevent.WEventStream(key, d=6, method=method, w=w, epsilon=eps)
+    pushed = [stream.push(c) for c in counts]
+    for name in ("releases", "eps1", "eps2", "published"):
+        np.testing.assert_array_equal(np.concatenate([getattr(p, name) for p in pushed]), np.asarray(getattr(batch, name)))
+    total = [Fraction(float(p.eps1[0])) + Fraction(float(p.eps2[0])) for p in pushed]
+    assert max(sum(total[max(0, i - w + 1) : i + 1], Fraction(0)) for i in range(len(total))) <= Fraction(eps)
 
 
 @pytest.mark.parametrize("method", ["bd", "ba"])
@@ -695,6 +769,29 @@ def test_dissimilarity_terms_are_capped_so_neighbours_move_it_by_at_most_its_sen
                                        - float(dissimilarity(jnp.asarray(c2), jnp.asarray(last)))) * d)  # fmt: skip
     assert worst <= 1.0 + 1e-9
     assert worst_raw >= 10.0  # the control: the uncapped mean (what the runs summed before)
+
+
+@pytest.mark.parametrize("method", ["bd", "ba"])
+def test_runs_decide_on_dissimilarity_terms_capped_at_the_difference_cap(key, method):
+    """The runs' dissimilarity is the mean of min(|c − o_l|, K), K = `difference_cap` (2²⁴ with noise="float64"), in
+    `run`, `WEventStream` and `run_partitioned` alike. Found by a mutation audit: the runs summing the terms uncapped
+    (near 2⁵³ one count + 1 then moves the float64 mean by up to 1 instead of its sensitivity 1/d) passed — the test
+    above checks the clip on its own copy of it. Here d = 1,000 columns of 2²⁷ against o_0 = 0, w = 1: the capped
+    mean is 2²⁴, the uncapped 2²⁷. Timestamp 1's threshold λ is 4/ε (BD, 2/ε_rm) or 2/ε (BA, 1/ε_{1,2}) and the
+    dissimilarity's noise Lap(2/(εd)) has scale ≤ λ/1000: with λ = 2²⁶ the capped mean stays below it (margin
+    3·2²⁴ > 750 scales: P(publish) < e⁻⁷⁵⁰), the uncapped one would be far above; with λ = 2²² (the control) the
+    capped mean is above it (margin > 3,000 scales) and timestamp 1 publishes."""
+    d = 1000
+    counts = np.full((1, d), 2.0**27)
+    assert wevent.difference_cap(noise="float64", sensitivity=1.0 / d) == 2.0**24
+    for lam, expected in ((2.0**26, False), (2.0**22, True)):
+        eps = (4.0 if method == "bd" else 2.0) / lam
+        res = wevent.run(key, counts, method=method, w=1, epsilon=eps, noise="float64")
+        stream = wevent.WEventStream(key, d=d, method=method, w=1, epsilon=eps, noise="float64")
+        part = wevent.run_partitioned(key, counts, method=method, w=1, epsilon=eps, groups=1, noise="float64")
+        assert bool(res.published[0]) is expected
+        assert bool(stream.push(counts[0]).published[0]) is expected
+        assert bool(np.asarray(part.published)[0, 0]) is expected
 
 
 @pytest.mark.parametrize("method", ["bd", "ba"])
