@@ -187,6 +187,20 @@ def test_tree_counter_vector_inputs_share_one_calibration(key, x64):
     assert scipy.stats.kstest(z, "laplace").pvalue > ALPHA
 
 
+def test_tree_counter_registers_opened_together_draw_independent_noise(key):
+    """At t = 1 the registers of every level open, each with its own Lap((L + 1)·Δ/ε) draw: the outputs at t = 1, 2
+    and 4 are those registers alone (zero stream), so they are independent draws. Found in an audit of the tests: one
+    draw shared by all registers opened at the same time passed every test (each output's variance is unchanged,
+    but out[2] − out[1] = x₂ exactly: the noise cancels from every difference of such registers). Exact check (no two
+    equal) and a correlation check (|r| < 0.25 over 400 keys: independent draws exceed it with probability < 10⁻⁶)."""
+    out = np.asarray(C.tree_counter(jax.random.split(key, 400), np.zeros(8), epsilon=1.0), np.float64)  # [R, 8]
+    at = out[:, [0, 1, 3]]  # t = 1, 2, 4: levels 0, 1 and 2, all opened at t = 1
+    for i, j in ((0, 1), (0, 2), (1, 2)):
+        assert np.all(at[:, i] != at[:, j])
+        assert abs(np.corrcoef(at[:, i], at[:, j])[0, 1]) < 0.25
+    ones = np.asarray(C.tree_counter(key, np.ones(8), epsilon=1.0), np.float64)
+    assert abs((ones[1] - ones[0]) - 1.0) > 1e-3  # the difference of two releases is not the exact input
+
 def test_cmco_reconstructs_every_prefix_of_a_sparse_stream_at_large_epsilon(key, x64):
     t_max, s = 256, 4
     d = _sparse_in_basis("haar", t_max, s, 40.0, seed=4)
@@ -1035,3 +1049,38 @@ def test_a_releases_projection_is_that_of_the_first_split_key(key):
         np.testing.assert_allclose(np.asarray(many.release[r], np.float64), rec, rtol=1e-3, atol=1e-2)
         wrong = recovered(C.projection(keys[r], k, n, jnp.float32))
         assert np.max(np.abs(wrong - rec)) > 1.0  # the check can tell the two apart
+
+
+def test_cmco_draws_its_projection_and_its_counters_noise_from_two_split_keys(key):
+    """CMCO = `projection` from the first of ``jax.random.split(key)`` (public Φ), the k columns' inputs
+    u_t = Φ_t·D[t] summed by `tree_counter` keyed by the second (noise at the joint sensitivity √k), and `recover`
+    at every requested time: the same release. Found in an audit of the tests: Φ and the counters' noise both
+    drawn from `key` itself (the public projection and the secret noise from one key) passed every test."""
+    t_max, k, s, eps = 16, 6, 2, 50.0
+    d = np.random.default_rng(3).uniform(0.0, 4.0, t_max)
+    out = C.cmco(key, d, epsilon=eps, k=k, sparsity=s, times=[16], iterations=2, refit=1)
+    k_phi, k_tree = jax.random.split(key)
+    phi = C.projection(k_phi, k, t_max, jnp.float32)
+    signs = np.sign(np.asarray(phi, np.float64))  # Φ = ±1/√k exactly
+    u = signs.T * (d / math.sqrt(k))[:, None]  # [T, k]
+    sums = np.asarray(C.tree_counter(k_tree, u, epsilon=eps, l1_sensitivity=math.sqrt(k)), np.float32)
+    for t, got in zip([16], out):
+        want = np.asarray(C.recover(phi[:, :t], sums[t - 1], basis="haar", sparsity=s, iterations=2, refit=1))
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_a_vector_at_sensitivity_delta_is_released_as_delta_times_the_vector_over_delta(key):
+    """Neighbours at L1 distance Δ are neighbours at distance 1 after dividing by Δ: `compressive` at
+    ``l1_sensitivity=Δ`` on D must be Δ × its release at Δ = 1 on D/Δ, same keys — the private choice of S included
+    (its scores u(D, S) scale with Δ, and so must their sensitivity C₅·Δ/√S). Found in an audit of the tests: the
+    choice of S normalized by C₅/√S whatever Δ (an exponential mechanism Δ times too sharp, spending Δ·ε_s) passed
+    every test; here it draws S = 7 instead."""
+    d = C.synthetic_compressible(1, n=64)
+    kk = jax.random.split(key, 6)[2]  # (one key: one compiled recovery; the choice is random at this ε, see below)
+    cfg = dict(iterations=10, refit=3)
+    a = C.compressive(kk, d, epsilon=16.0, config=C.CompressiveConfig(l1_sensitivity=4.0, **cfg), k=20)
+    b = C.compressive(kk, d / 4.0, epsilon=16.0, config=C.CompressiveConfig(**cfg), k=20)
+    assert b.sparsity < 7  # the check has power: the too sharp choice draws S = 7 for this key
+    assert a.sparsity == b.sparsity
+    np.testing.assert_allclose(np.asarray(a.release), 4.0 * np.asarray(b.release), rtol=1e-5,
+                               atol=1e-5 * np.abs(np.asarray(a.release)).max())

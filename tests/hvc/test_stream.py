@@ -1279,6 +1279,77 @@ def test_frame_mean_layer_queries_have_their_stated_sensitivities_and_distinct_k
     assert len({kd for kd, _ in calls}) == len(calls)  # every query of every frame its own key
 
 
+@pytest.mark.slow  # (records draws through a host callback and clears JAX's caches, as the other draw-recorder tests; CI's second step)
+def test_frame_mean_layer_queries_read_the_clamped_moments_and_each_frame_spends_its_budget_once(key, monkeypatch):
+    """The frame-mean layer's ledger, recorded at `mechanisms.laplace_mechanism` (as the test above): in every frame
+    the variance query (one joint query at ε_v = 5 % of ε_f, sensitivity ΣΛ²/r in each column) reads the population
+    variances of the frame's records clamped into the domain, each column's mean query (sensitivity Λ_j/r) its
+    clamped column mean, and ε_v + Σ_j ε_μ,j + the blocks' ε (parallel over the frame's blocks) is the frame's ε_f:
+    s·ε_f − ε_v for the means where the blocks are live ((1 − s)·ε_f), ε_f − ε_v where they are not. Found in an
+    audit of the tests: ε_μ without − ε_v, the means at ε_f − ε_v beside live blocks, a split ε_μ,j summing to
+    more than ε_μ, blocks charged where the noisy variance kept them off, the variance query at the whole ε_f, the
+    moments of unclamped records, the sample variance (÷ (r − 1)) and the padding rows counted in the frame size
+    all passed every test (the last two, and the clamp, even with the draw recorder above); as did the variance
+    query declaring one coordinate moved instead of d (the grid sampler's snap allowance then d times too small)."""
+    from jaxdp import mechanisms
+
+    calls, real = [], mechanisms.laplace_mechanism
+
+    def recording(k, x, *, epsilon, sensitivity, noise="float", coordinates=None):
+        jax.debug.callback(lambda *a: calls.append(tuple(np.asarray(v, np.float64) for v in a)), x,
+                           jnp.broadcast_to(jnp.asarray(epsilon), jnp.shape(x)),
+                           jnp.broadcast_to(jnp.asarray(sensitivity), jnp.shape(x)),
+                           jnp.asarray(-1 if coordinates is None else coordinates))
+        return real(k, x, epsilon=epsilon, sensitivity=sensitivity, noise=noise, coordinates=coordinates)
+
+    width = np.array([1.0, 2.0, 5.0])
+    bounds = np.stack([0 * width, width])
+    rng = np.random.default_rng(0)
+    spread = rng.uniform(0, width, (42, 3))
+    spread[[3, 17, 30, 40], [0, 1, 2, 0]] = [7.0, -3.0, 1e6, -0.5]  # out of the domain: read as their bounds
+    flat = 0.5 * width + rng.uniform(-1e-3, 1e-3, (42, 3))
+    cfg = jaxdp.HVCConfig(4, 3, records_per_subject=1)  # frames of 12, 12, 12 and 6 records (2 blocks, 2 padding rows)
+    runs = []
+    monkeypatch.setattr(mechanisms, "laplace_mechanism", recording)
+    jax.clear_caches()  # trace afresh, through the recording mechanism
+    try:
+        # the blocks live in every frame; off in every frame, though ε_f = 20 is above the public rule's 16.5 (the
+        # variance is asked): the flat records' noisy variance keeps them off
+        for data, eps in ((spread, 1e4), (flat, 20.0)):
+            calls.clear()
+            res = jaxdp.anonymize(key, data, cfg, epsilon=eps, bounds=bounds)
+            runs.append((data, eps, res, [c for c in calls if not np.all(c[2] == 1.0)]))  # (F padded to 2^k: Δ = 1)
+    finally:
+        monkeypatch.undo()
+        jax.clear_caches()  # no later test may reuse the recording trace
+    s, lives = cfg.frame_mean_share, set()
+    for data, eps, res, rec in runs:
+        sizes = np.bincount(res.frame)
+        np.testing.assert_array_equal(sizes, [12, 12, 12, 6])
+        blocks = np.asarray(res.info.epsilon, np.float64)
+        block_frame = np.repeat(np.arange(sizes.size), -(-sizes // cfg.block_size))
+        assert blocks.shape == block_frame.shape
+        x = np.clip(data, 0.0, width)
+        for f, r in enumerate(sizes):
+            rows = x[res.index[res.frame == f]]
+            mean, var = rows.mean(0), rows.var(0)  # the population variance
+            got_v = [c for c in rec if np.allclose(c[0], var, rtol=1e-5, atol=1e-7) and np.allclose(c[2], np.sum(width**2) / r)]
+            got_m = [c for c in rec if np.allclose(c[0], mean, rtol=1e-5, atol=1e-7) and np.allclose(c[2], width / r)]
+            assert len(got_v) == 1 and len(got_m) == 1, (f, len(got_v), len(got_m))
+            eps_f, eps_v = res.epsilon_spent[f], got_v[0][1]
+            np.testing.assert_allclose(eps_v, 0.05 * eps_f, rtol=1e-6)  # one joint query: ε_v in every column
+            # the coordinates one record moves under one budget (what the grid sampler's snap allowance is sized by):
+            # all d for the variances, one for each column's own mean query
+            assert got_v[0][3] == 3 and got_m[0][3] == 1
+            live = blocks[block_frame == f].max() > 0
+            lives.add(live)
+            np.testing.assert_allclose(blocks[block_frame == f], (1 - s) * eps_f if live else 0.0, rtol=1e-6)
+            np.testing.assert_allclose(np.sum(got_m[0][1]), (s if live else 1.0) * eps_f - eps_v[0], rtol=1e-6)
+            assert eps_v[0] + np.sum(got_m[0][1]) + blocks[block_frame == f].max() <= eps_f * (1 + 1e-6)
+        assert len(rec) == 2 * sizes.size  # no other query read the data
+    assert lives == {True, False}  # both branches of the split were checked
+
+
 def test_two_attribute_bounds_given_as_a_2x2_list_are_refused_as_ambiguous(key):
     """Found in review: [[-20, 45], [0, 60]] meant as a [lo, hi] pair per column was read as rows lo, hi; the two-column
     release lay in the wrong domains, marked private (three columns gave a shape error). A tuple of rows or an array
