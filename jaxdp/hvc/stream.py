@@ -796,30 +796,55 @@ def local_level(means, variances, state: LevelState | None = None, *, z: float =
     means = np.asarray(means, np.float64)
     variances = np.asarray(variances, np.float64)
     shape = means.shape[:-2] + means.shape[-1:]
+    f = means.shape[-2]
     if state is None:
         nan, inf, zero = np.full(shape, np.nan), np.full(shape, np.inf), np.zeros(shape)
-        state = LevelState(nan, inf, nan, inf, zero, zero.copy(), np.zeros(shape, np.int64))
-    x, p, last_m, last_v, d_sum, d_four, count = (np.array(a) for a in state)
-    est, var = np.empty_like(means), np.empty_like(means)
-    with np.errstate(invalid="ignore", over="ignore"):
-        for f in range(means.shape[-2]):
-            m, v = means[..., f, :], variances[..., f, :]
-            seen = np.isfinite(v)
-            pair = seen & np.isfinite(last_v)  # a difference of two observed frames' means
-            d_sum = np.where(pair, d_sum + (m - last_m) ** 2 - v - last_v, d_sum)
-            d_four = np.where(pair, d_four + (v + last_v) ** 2, d_four)
-            count = count + pair
-            with np.errstate(divide="ignore"):
-                q = np.where(count >= burn_in, (d_sum - z * np.sqrt(5.25 * d_four)) / np.maximum(count, 1), 0.0)
-            q = np.maximum(q, 0.0)
-            first = seen & ~np.isfinite(p)
-            prior = p + q
-            gain = np.where(seen & ~first, prior / (prior + v), 0.0)
-            x = np.where(first, m, x + gain * (m - x))
-            p = np.where(first, v, np.where(seen, (1.0 - gain) * prior, prior))
-            last_m, last_v = np.where(seen, m, last_m), np.where(seen, v, last_v)
-            est[..., f, :], var[..., f, :] = x, p
-    return est, var, LevelState(x, p, last_m, last_v, d_sum, d_four, count)
+        state = LevelState(nan, inf, nan, inf, zero, zero.copy(), np.zeros(shape, np.int32))
+    if f == 0:
+        return np.zeros(means.shape), np.zeros(means.shape), state
+    # one compiled loop (`lax.scan`, float64) over the frames, padded to a power of two with unobserved frames
+    # (variance inf: they change nothing but the variance after the last real frame, which is not used), so that
+    # runs of any length share a few programs; sequential, so a stream pushed in pieces gets one call's bits
+    fp = 1 << (f - 1).bit_length()
+    pad = ((0, 0),) * (means.ndim - 2) + ((0, fp - f), (0, 0))
+    with jax.enable_x64(True):
+        est, var, carry = _local_level_scan(
+            tuple(jnp.asarray(a, jnp.int32 if i == 6 else jnp.float64) for i, a in enumerate(state)),
+            jnp.asarray(np.moveaxis(np.pad(means, pad), -2, 0)),
+            jnp.asarray(np.moveaxis(np.pad(variances, pad, constant_values=np.inf), -2, 0)),
+            jnp.float64(z), jnp.int32(burn_in))  # fmt: skip
+        est, var = np.moveaxis(np.asarray(est), 0, -2), np.moveaxis(np.asarray(var), 0, -2)
+        carry = [np.asarray(a) for a in carry]
+    carry[1] = var[..., f - 1, :]  # the variance after the last real frame (the padding only predicts)
+    return est[..., :f, :], var[..., :f, :], LevelState(*carry)
+
+
+@jax.jit
+def _local_level_scan(state, means, variances, z, burn_in):
+    """`local_level`'s loop: ``means``, ``variances`` ``[F, (R,) d]`` float64 → the estimates and variances
+    ``[F, (R,) d]`` and the final carry."""
+
+    def step(carry, frame):
+        x, p, last_m, last_v, d_sum, d_four, count = carry
+        m, v = frame
+        seen = jnp.isfinite(v)
+        pair = seen & jnp.isfinite(last_v)  # a difference of two observed frames' means
+        d_sum = jnp.where(pair, d_sum + (m - last_m) ** 2 - v - last_v, d_sum)
+        d_four = jnp.where(pair, d_four + (v + last_v) ** 2, d_four)
+        count = count + pair.astype(count.dtype)
+        q = jnp.where(count >= burn_in, (d_sum - z * jnp.sqrt(5.25 * d_four)) / jnp.maximum(count, 1).astype(d_sum.dtype), 0.0)
+        q = jnp.maximum(q, 0.0)
+        first = seen & ~jnp.isfinite(p)
+        prior = p + q
+        gain = jnp.where(seen & ~first, prior / (prior + v), 0.0)
+        x = jnp.where(first, m, x + gain * (m - x))
+        p = jnp.where(first, v, jnp.where(seen, (1.0 - gain) * prior, prior))
+        last_m, last_v = jnp.where(seen, m, last_m), jnp.where(seen, v, last_v)
+        carry = (x, p, last_m, last_v, d_sum, d_four, count)
+        return carry, (x, p)
+
+    carry, (est, var) = jax.lax.scan(step, state, (means, variances))
+    return est, var, carry
 
 
 def truncated_normal_mean(y, sd, width) -> np.ndarray:
