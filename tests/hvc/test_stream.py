@@ -1456,8 +1456,8 @@ def test_local_level_without_drift_is_the_inverse_variance_running_mean():
 def test_local_level_follows_a_moving_mean_and_keeps_still_ones():
     """Post-processing that follows drift: after a step in the mean the filter's estimate reaches the new level,
     where the running mean stays between the two. On stationary streams (12 frames, Laplace noise of
-    per-frame scales, 2,000 runs) the drift estimate stays 0 and the estimate equals the running mean in 86 % of
-    runs (checked ≥ 80 %); pushed in pieces, the state carries over and the estimates equal one call's bit for bit."""
+    per-frame scales, 2,000 runs) the drift estimate stays 0 and the estimate equals the running mean in 88 % of
+    runs (checked ≥ 85 %; a run counts as moved if any of its 3 columns did); pushed in pieces, the state carries over and the estimates equal one call's bit for bit."""
     from jaxdp.hvc.stream import local_level
 
     rng = np.random.default_rng(2)
@@ -1467,7 +1467,7 @@ def test_local_level_follows_a_moving_mean_and_keeps_still_ones():
     still = 5.0 + rng.laplace(size=(runs, f, d)) * b
     est, _, _ = local_level(still, v)
     running = np.cumsum(still / v, axis=1) / np.cumsum(1.0 / v, axis=1)
-    assert np.mean(np.all(np.isclose(est, running, rtol=1e-12, atol=1e-12), axis=(1, 2))) >= 0.8
+    assert np.mean(np.all(np.isclose(est, running, rtol=1e-12, atol=1e-12), axis=(1, 2))) >= 0.85
     # a step of 40 noise s.d. after frame 6, small noise: the filter ends within 1 of the new level
     step = np.where(np.arange(f)[:, None] < 6, 0.0, 40.0) + 0.1 * rng.laplace(size=(f, d))
     est, _, _ = local_level(step, np.full((f, d), 0.02))
@@ -1491,8 +1491,10 @@ def test_local_level_equals_a_scalar_reference():
         out = []
         for mf, vf in zip(m, v):
             if math.isfinite(vf) and math.isfinite(last_v):
-                s, s4, n = s + (mf - last_m) ** 2 - vf - last_v, s4 + (vf + last_v) ** 2, n + 1
-            q = max((s - z * math.sqrt(5.25 * s4)) / n, 0.0) if n >= burn_in else 0.0
+                # Var((L₁ − L₂)²) for Laplace noise, plus the covariance 2·Var(L²) with the previous square
+                s4 += 5 * vf**2 + 4 * vf * last_v + 5 * last_v**2 + (10 * last_v**2 if n > 0 else 0.0)
+                s, n = s + (mf - last_m) ** 2 - vf - last_v, n + 1
+            q = max((s - z * math.sqrt(s4)) / n, 0.0) if n >= burn_in else 0.0
             if math.isfinite(vf):
                 if math.isinf(p):
                     x, p = mf, vf
@@ -1516,3 +1518,25 @@ def test_local_level_equals_a_scalar_reference():
             ref = reference(m[:, j], v[:, j], z, burn_in)
             np.testing.assert_allclose(est[1:, j], ref[1:, 0], rtol=1e-12)
             np.testing.assert_allclose(var[1:, j], ref[1:, 1], rtol=1e-12)
+
+
+def test_local_level_edges_and_the_layer_does_not_depend_on_the_domains_scale():
+    """Found in review: an unobserved frame (variance inf) with a non-finite mean turned the estimate NaN, two
+    zero variances gave 0/0, and on a domain of width ≈ 10¹⁵³ the filter's sums of squares overflowed (estimates
+    NaN, released as the midpoint) or, below 10⁻⁸⁰, underflowed (the margin vanished). Now an unobserved frame
+    leaves the estimate as it was, a zero-variance observation replaces it, and the frame-mean layer filters in
+    units of each column's width: a drifting stream released over [0, w] is w × the release over [0, 1]."""
+    from jaxdp.hvc.stream import local_level
+
+    est, var, _ = local_level(np.array([[1.0], [np.inf], [np.nan], [2.0]]), np.array([[1.0], [np.inf], [np.inf], [1.0]]))
+    np.testing.assert_allclose(est[:, 0], [1.0, 1.0, 1.0, 1.5])
+    est, var, _ = local_level(np.array([[1.0], [1.0], [3.0]]), np.zeros((3, 1)))
+    assert np.all(np.isfinite(est)) and est[-1, 0] == 3.0 and np.all(var == 0.0)
+    t = np.arange(400.0)
+    x = (0.5 + 0.4 * np.sin(2 * np.pi * t / 200.0))[:, None]  # a seasonal stream: the drift estimate goes positive
+    cfg = jaxdp.HVCConfig(8, 3, records_per_subject=1, noise="float64")
+    with jax.enable_x64(True):
+        ref = np.asarray(jaxdp.anonymize(jax.random.key(7), x, cfg, epsilon=3.0, bounds=(np.zeros(1), np.ones(1))).records)
+        for w in (1e-145, 1e150):
+            got = np.asarray(jaxdp.anonymize(jax.random.key(7), x * w, cfg, epsilon=3.0, bounds=(np.zeros(1), np.full(1, w))).records)
+            np.testing.assert_allclose(got / w, ref, rtol=1e-9, atol=1e-12)
