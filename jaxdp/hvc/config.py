@@ -66,8 +66,9 @@ class HVCConfig:
         (one query per column over the frame's r records, sensitivity Λ_j/r, the means' budget split over the
         columns ∝ Λ_j^{2/3} as in Theorem 1, after the variance query below); the blocks get (1 − s)·ε_f. The
         noisy means of all frames so far are combined by a local-level filter (`hvc.stream.local_level`:
-        inverse-variance weights while the means stay still, recent frames weighted more once they drift) into
-        the estimate that the ``"frame_mean"`` mode predicts from — post-processing of released values.
+        inverse-variance weights unless a drift estimated from the released means is positive, then recent frames
+        weighted more) into the estimate that the ``"frame_mean"`` mode predicts from — post-processing of
+        released values.
         None: 0.5 when ``"frame_mean"`` is a mode, else 0 (no such query). Where blocks may be coded, a part
         `VARIANCE_SHARE` (0.05) of ε_f out of s goes to the frame's noisy column variances, so s must exceed it.
       prune: drop (t, σ) candidates whose Laplace error alone exceeds the largest possible

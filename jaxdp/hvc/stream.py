@@ -551,8 +551,8 @@ class _FrameMeans:
     and compose in parallel). Keys: ``fold_in(fold_in(key, 2³² − 1 or 2³² − 2), f)`` (block keys are
     ``fold_in(key, j)`` with j < 2³² − 2). The base that the "frame_mean" mode predicts from is the local-level
     filter's estimate y (`local_level`) from the noisy means of frames 1 … f and their public noise variances
-    2(unit_j/(r·ε_μ))²: their inverse-variance weighted average while the released means do not move beyond
-    their noise, weighted towards recent frames where they drift (fourteenth session; measured in RESULTS),
+    2(unit_j/(r·ε_μ))²: weighted towards recent frames when the drift estimated from the released means is
+    positive, else their inverse-variance weighted average (fourteenth session; measured in RESULTS),
     replaced column by column by its posterior mean for a mean uniform on the public domain: the mean of N(y, σ²) truncated to
     [lo, hi], σ² the filter's variance of y (from the public noise variances and the drift estimate). It tends to the
     midpoint where σ ≫ the width, to y where σ is small, and stays near an edge where y is near it (the
