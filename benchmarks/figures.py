@@ -153,15 +153,14 @@ def weather_stream(eps=3.0, n=8, delay=96):
     """Daily maximum temperature, Seattle 2012–2015 (1,461 records × 4 columns; bounds [min − ¼ range, max + ¼ range],
     read from the data, as in `bench_utility.py`), one release each with the same key: the default's frame-mean
     layer follows the seasons (local-level filter), the running frame mean lags towards the all-time mean."""
+    from bench_utility import load  # the same data and bounds as the utility benchmark
     from vega_datasets import data
 
     from jaxdp import metrics
     from jaxdp.hvc import baselines
 
-    df = data.seattle_weather()
-    x = df[["precipitation", "temp_max", "temp_min", "wind"]].to_numpy(np.float64)
-    lo, hi = x.min(0), x.max(0)
-    lo, hi = lo - 0.25 * (hi - lo), hi + 0.25 * (hi - lo)
+    x, lo, hi = load("weather")
+    dates = data.seattle_weather()["date"]
     cfg = jaxdp.HVCConfig(n, delay // n, records_per_subject=1)
     key = jax.random.key(3)
     releases = {
@@ -170,12 +169,12 @@ def weather_stream(eps=3.0, n=8, delay=96):
         "microaggregation (g = 8)": baselines.microaggregate(key, x, cfg, group=8, epsilon=eps, bounds=(lo, hi)),
     }
     fig, ax = plt.subplots(figsize=(12, 4.5))
-    ax.plot(df["date"], x[:, 1], color="0.75", lw=0.8, label="data (temp_max, °C)")
+    ax.plot(dates, x[:, 1], color="0.75", lw=0.8, label="data (temp_max, °C)")
     for (name, res), style in zip(releases.items(), ({"lw": 2.0}, {"lw": 1.5}, {"lw": 0.7, "alpha": 0.7})):
         y = np.full(x.shape[0], np.nan)
         y[np.asarray(res.index)] = np.asarray(res.records, np.float64)[:, 1]
         sse = metrics.relative_sse(np.asarray(res.records, np.float64), x[np.asarray(res.index)], lo, hi)
-        ax.plot(df["date"], y, label=f"{name} (SSE / midpoint {sse:.3f}, all columns)", **style)
+        ax.plot(dates, y, label=f"{name} (SSE / midpoint {sse:.3f}, all columns)", **style)
     ax.set_ylabel("temp_max (°C)")
     ax.set_title(f"Seattle weather as a stream, ε = {eps:g} per record (one record per subject), n = {n}, δ = {delay}")
     ax.legend(fontsize=8, loc="lower right")

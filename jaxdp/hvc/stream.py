@@ -734,12 +734,12 @@ class _FrameMeans:
         noisy_mu = release(0, np.where(asked[:, None], moments[0], 0.0), np.where(asked, eps_mu, 1.0), self.alloc,
                            self.width, 1, np.where(asked, sizes, 1.0))  # fmt: skip
         w_mu = np.broadcast_to(np.where(asked, (sizes * eps_mu) ** 2, 0.0), (*reps, f))
-        with np.errstate(over="ignore", divide="ignore"):  # column j's noise variance 2(unit_j/(r·ε_μ))²; inf: not asked
-            var_mu = np.where(w_mu[..., None] > 0, 2.0 * self.scale_unit**2 / w_mu[..., None], np.inf)
-        # in units of each column's width, so that the filter's sums of squares neither overflow nor underflow on
-        # huge or tiny domains (found in review: above ≈ 10¹⁵³ they overflowed and the estimates turned NaN)
-        y, var_y, self.level = local_level(noisy_mu / self.width, var_mu / self.width**2, self.level)
-        y, var_y = y * self.width, var_y * self.width**2
+        # column j's noise variance 2(unit_j/(r·ε_μ))² (inf: not asked), in units of the column's width, so that
+        # the filter's sums of squares neither overflow nor underflow on huge or tiny domains (found in review:
+        # above ≈ 10¹⁵³ they overflowed and the estimates turned NaN)
+        with np.errstate(over="ignore", divide="ignore"):
+            var_mu = np.where(w_mu[..., None] > 0, 2.0 * (self.scale_unit / self.width) ** 2 / w_mu[..., None], np.inf)
+        y, var_y, self.level = local_level(noisy_mu / self.width, var_mu, self.level)
         self.sums, self.weights = v_sum[..., -1, :], v_tot[..., -1]
         self.frames += f
         # Each column's estimate y, replaced by its posterior mean for a mean uniform on the domain [0, Λ]
@@ -748,7 +748,7 @@ class _FrameMeans:
         # Found in review: at ε = 1e-4 on a ±1e150 domain an earlier estimate was inf/inf and NaN records were
         # released; `truncated_normal_mean` gives the midpoint (public) wherever y or σ is not finite.
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # huge domains: inf/inf handled there
-            base = truncated_normal_mean(y, np.sqrt(var_y), self.width)
+            base = truncated_normal_mean(y * self.width, np.sqrt(var_y) * self.width, self.width)
         return base, energy, np.where(live, 1.0 - self.share, 0.0)
 
 
@@ -847,7 +847,7 @@ def _local_level_scan(state, means, variances, z, burn_in):
         first = seen & ~jnp.isfinite(p)
         prior = p + q
         denominator = prior + v
-        gain = jnp.where(denominator > 0.0, prior / jnp.where(denominator > 0.0, denominator, 1.0), 1.0)
+        gain = jnp.where(denominator > 0.0, prior / denominator, 1.0)  # (two zero variances: take the new mean)
         x = jnp.where(first, m, jnp.where(seen, x + gain * (m - x), x))
         p = jnp.where(first, v, jnp.where(seen, (1.0 - gain) * prior, prior))
         last_m, last_v = jnp.where(seen, m, last_m), jnp.where(seen, v, last_v)
